@@ -1,0 +1,38 @@
+# Seckill's front door. `make run` starts the whole system against the local
+# Redis, RabbitMQ and MySQL; `make test` runs the whole suite against them.
+
+GO      ?= go
+BIN     := bin/seckill
+PKGS    := ./...
+
+.PHONY: all build run test test-race bench lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/seckill
+
+## run: server + outbox relay + worker in one process (migrates first)
+run: build
+	./$(BIN) all
+
+## test: the whole suite against the real services (see .ci/run to start them)
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## test-race: the suite under the race detector (slower)
+test-race:
+	$(GO) test -count=1 -race -timeout 30m $(PKGS)
+
+## bench: the benchmark suite; prints a markdown table of ratios
+bench: build
+	./$(BIN) bench
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin test-artifacts

@@ -1,0 +1,86 @@
+// Command seckill is Seckill's one binary: the HTTP server and outbox relay,
+// the order worker, schema migrations, the load tester, the reconciler and
+// the benchmark suite, chosen by the first argument.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/seckill/seckill/configs"
+)
+
+const usage = `usage: seckill <command> [flags]
+
+commands:
+  all        server + outbox relay + worker in one process (applies migrations first)
+  serve      HTTP server and outbox relay
+  worker     queue consumers
+  migrate    create or upgrade the MySQL schema, then exit
+  loadtest   hammer a running server's buy endpoint and audit the result
+  reconcile  compare Redis with the MySQL ledger; non-zero exit on drift
+  bench      the benchmark suite behind make bench
+
+Configuration comes from configs/seckill.yaml, overridden by SECKILL_* variables.
+`
+
+// errUsage is returned for a bad command line; main prints the usage.
+var errUsage = errors.New("bad usage")
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1], os.Args[2:])
+	stop()
+	switch {
+	case errors.Is(err, errUsage):
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+		os.Exit(1)
+	}
+}
+
+// run loads the configuration and runs one command until it finishes or ctx
+// is cancelled (SIGINT, SIGTERM).
+func run(ctx context.Context, cmd string, args []string) error {
+	commands := map[string]func(context.Context, configs.Config, []string) error{
+		"all":       runAll,
+		"serve":     runServe,
+		"worker":    runWorker,
+		"migrate":   runMigrate,
+		"loadtest":  runLoadtest,
+		"reconcile": runReconcile,
+		"bench":     runBench,
+	}
+	fn, ok := commands[cmd]
+	if !ok {
+		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	cfg, err := configs.Load(os.Environ())
+	if err != nil {
+		return err
+	}
+	setupLogging(cfg)
+	return fn(ctx, cfg, args)
+}
+
+func setupLogging(cfg configs.Config) {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if cfg.Production() {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	slog.SetDefault(slog.New(h))
+}

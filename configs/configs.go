@@ -1,0 +1,312 @@
+// Package configs holds Seckill's default configuration (seckill.yaml) and
+// loads the effective configuration: defaults, then an optional file named by
+// SECKILL_CONFIG, then SECKILL_* environment variables.
+package configs
+
+import (
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+//go:embed seckill.yaml
+var defaults []byte
+
+// EnvPrefix starts every environment variable that overrides a setting.
+const EnvPrefix = "SECKILL_"
+
+// Config is the effective configuration of one Seckill process.
+type Config struct {
+	Env            string `koanf:"env"`
+	LogLevel       string `koanf:"log_level"`
+	HTTPAddr       string `koanf:"http_addr"`
+	TrustedProxies string `koanf:"trusted_proxies"`
+	BodyLimit      int64  `koanf:"body_limit"`
+	CookieSecure   bool   `koanf:"cookie_secure"`
+	AllowedOrigins string `koanf:"allowed_origins"`
+
+	RedisAddr     string `koanf:"redis_addr"`
+	RedisDB       int    `koanf:"redis_db"`
+	RedisPassword string `koanf:"redis_password" secret:"true"`
+	RedisPoolSize int    `koanf:"redis_pool_size"`
+	RedisPrefix   string `koanf:"redis_prefix"`
+
+	AMQPURL    string `koanf:"amqp_url" secret:"url"`
+	AMQPPrefix string `koanf:"amqp_prefix"`
+
+	MySQLDSN string `koanf:"mysql_dsn" secret:"dsn"`
+
+	JWTSecret     string        `koanf:"jwt_secret" secret:"true"`
+	SessionTTL    time.Duration `koanf:"session_ttl"`
+	AdminToken    string        `koanf:"admin_token" secret:"true"`
+	AdminPassword string        `koanf:"admin_password" secret:"true"`
+
+	PaymentWindow time.Duration `koanf:"payment_window"`
+	SaleRetention time.Duration `koanf:"sale_retention"`
+
+	RateGlobal  float64 `koanf:"rate_global"`
+	RatePerUser float64 `koanf:"rate_per_user"`
+	RatePerIP   float64 `koanf:"rate_per_ip"`
+
+	BatchEnabled bool `koanf:"batch_enabled"`
+	BatchMax     int  `koanf:"batch_max"`
+
+	RelayBatch     int           `koanf:"relay_batch"`
+	WorkerBatch    int           `koanf:"worker_batch"`
+	WorkerFlush    time.Duration `koanf:"worker_flush"`
+	WorkerPrefetch int           `koanf:"worker_prefetch"`
+
+	WSPoll time.Duration `koanf:"ws_poll"`
+
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+
+	// GeneratedAdminPassword is true when AdminPassword is the development
+	// default made up at start, which the caller prints once.
+	GeneratedAdminPassword bool `koanf:"-"`
+}
+
+// Production reports whether the process runs with production settings.
+func (c Config) Production() bool { return c.Env == "production" }
+
+// Load builds the effective configuration from the embedded defaults, the
+// file named by SECKILL_CONFIG (if any) and the environment given as
+// KEY=value pairs (os.Environ() in main, a fixed list in tests).
+func Load(environ []string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(rawbytes.Provider(defaults), yaml.Parser()); err != nil {
+		return Config{}, fmt.Errorf("config: embedded defaults: %w", err)
+	}
+	known := map[string]bool{}
+	for _, key := range k.Keys() {
+		known[key] = true
+	}
+
+	vars := map[string]string{}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(name, EnvPrefix) {
+			vars[name] = value
+		}
+	}
+	if path := vars[EnvPrefix+"CONFIG"]; path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: SECKILL_CONFIG: %w", err)
+		}
+		if err := k.Load(rawbytes.Provider(b), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("config: SECKILL_CONFIG %s: %w", path, err)
+		}
+		for _, key := range k.Keys() {
+			if !known[key] {
+				return Config{}, fmt.Errorf("config: %s: unknown setting %q", path, key)
+			}
+		}
+	}
+
+	var unknown []string
+	err := k.Load(env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+			if key == "config" {
+				return "", nil
+			}
+			if !known[key] {
+				unknown = append(unknown, name)
+				return "", nil
+			}
+			return key, value
+		},
+	}), nil)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: environment: %w", err)
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return Config{}, fmt.Errorf("config: unknown setting %s", strings.Join(unknown, ", "))
+	}
+
+	var c Config
+	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := c.complete(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// complete validates the settings and fills the development defaults that
+// are made up at start.
+func (c *Config) complete() error {
+	var errs []error
+	bad := func(setting, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: SECKILL_%s: %s", strings.ToUpper(setting), fmt.Sprintf(format, args...)))
+	}
+	switch c.Env {
+	case "development", "production":
+	default:
+		bad("env", "must be development or production, not %q", c.Env)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("log_level", "must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	for setting, addr := range map[string]string{"http_addr": c.HTTPAddr, "redis_addr": c.RedisAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(setting, "not a host:port: %q", addr)
+		}
+	}
+	for _, p := range c.TrustedProxiesList() {
+		if net.ParseIP(p) == nil {
+			if _, _, err := net.ParseCIDR(p); err != nil {
+				bad("trusted_proxies", "%q is neither an IP nor a CIDR", p)
+			}
+		}
+	}
+	if c.BodyLimit < 256 {
+		bad("body_limit", "must be at least 256 bytes")
+	}
+	if c.RedisDB < 0 || c.RedisDB > 15 {
+		bad("redis_db", "must be 0..15")
+	}
+	if c.RedisPoolSize < 1 {
+		bad("redis_pool_size", "must be at least 1")
+	}
+	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}: ") {
+		bad("redis_prefix", "must be non-empty without braces, colons or spaces")
+	}
+	if !strings.HasPrefix(c.AMQPURL, "amqp://") && !strings.HasPrefix(c.AMQPURL, "amqps://") {
+		bad("amqp_url", "must start with amqp:// or amqps://")
+	}
+	if c.AMQPPrefix == "" {
+		bad("amqp_prefix", "must not be empty")
+	}
+	if c.MySQLDSN == "" {
+		bad("mysql_dsn", "must not be empty")
+	}
+	if c.SessionTTL < time.Minute {
+		bad("session_ttl", "must be at least 1m")
+	}
+	if c.PaymentWindow < time.Second {
+		bad("payment_window", "must be at least 1s")
+	}
+	if c.SaleRetention < 0 {
+		bad("sale_retention", "must not be negative")
+	}
+	for setting, r := range map[string]float64{"rate_global": c.RateGlobal, "rate_per_user": c.RatePerUser, "rate_per_ip": c.RatePerIP} {
+		if r < 0 {
+			bad(setting, "must be 0 (off) or a positive rate")
+		}
+	}
+	if c.BatchMax < 1 || c.BatchMax > 4096 {
+		bad("batch_max", "must be 1..4096")
+	}
+	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
+		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")
+	}
+	if c.WorkerFlush <= 0 || c.WSPoll <= 0 || c.ShutdownTimeout <= 0 {
+		bad("worker_flush", "worker_flush, ws_poll and shutdown_timeout must be positive")
+	}
+	if c.Production() {
+		if len(c.JWTSecret) < 32 {
+			bad("jwt_secret", "required in production, at least 32 bytes")
+		}
+		if c.AdminPassword == "" {
+			bad("admin_password", "required in production")
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c.JWTSecret == "" {
+		c.JWTSecret = randomHex(32)
+	}
+	if c.AdminPassword == "" {
+		c.AdminPassword = randomHex(8)
+		c.GeneratedAdminPassword = true
+	}
+	return nil
+}
+
+// TrustedProxiesList returns the trusted proxies as a list.
+func (c Config) TrustedProxiesList() []string { return splitList(c.TrustedProxies) }
+
+// AllowedOriginsList returns the extra allowed origins as a list.
+func (c Config) AllowedOriginsList() []string { return splitList(c.AllowedOrigins) }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// LogValue lets slog print the configuration with its secrets masked.
+func (c Config) LogValue() slog.Value {
+	var attrs []slog.Attr
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := f.Tag.Get("koanf")
+		if key == "" || key == "-" {
+			continue
+		}
+		val := fmt.Sprint(v.Field(i).Interface())
+		switch f.Tag.Get("secret") {
+		case "true":
+			if val != "" {
+				val = "***"
+			}
+		case "url", "dsn":
+			val = maskCredentials(val)
+		}
+		attrs = append(attrs, slog.String(key, val))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// maskCredentials hides the password in "scheme://user:pass@host" and
+// "user:pass@tcp(host)" forms.
+func maskCredentials(s string) string {
+	at := strings.LastIndex(s, "@")
+	if at < 0 {
+		return s
+	}
+	start := strings.Index(s, "://")
+	if start < 0 {
+		start = 0
+	} else {
+		start += 3
+	}
+	user, _, hasPass := strings.Cut(s[start:at], ":")
+	if !hasPass {
+		return s
+	}
+	return s[:start] + user + ":***" + s[at:]
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,110 @@
+package configs_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/configs"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := configs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"http_addr": c.HTTPAddr == "127.0.0.1:8080", "redis_addr": c.RedisAddr == "127.0.0.1:6379",
+		"amqp_url":       c.AMQPURL == "amqp://guest:guest@127.0.0.1:5672/",
+		"mysql_dsn":      c.MySQLDSN == "root@tcp(127.0.0.1:3306)/seckill?parseTime=true",
+		"payment_window": c.PaymentWindow == 15*time.Minute,
+		"jwt_secret":     len(c.JWTSecret) == 64, "admin_password": c.GeneratedAdminPassword,
+	}
+	for k, ok := range want {
+		if ok != true {
+			t.Errorf("default %s wrong: %+v", k, c)
+		}
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	c, err := configs.Load([]string{
+		"SECKILL_HTTP_ADDR=0.0.0.0:9000", "SECKILL_REDIS_DB=3", "SECKILL_PAYMENT_WINDOW=90s",
+		"SECKILL_RATE_PER_IP=0", "SECKILL_RATE_GLOBAL=12.5", "SECKILL_BATCH_ENABLED=false",
+		"SECKILL_JWT_SECRET=s3cret", "OTHER=ignored",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "0.0.0.0:9000" || c.RedisDB != 3 || c.PaymentWindow != 90*time.Second ||
+		c.RatePerIP != 0 || c.RateGlobal != 12.5 || c.BatchEnabled || c.JWTSecret != "s3cret" {
+		t.Errorf("overrides not applied: %+v", c)
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(path, []byte("http_addr: 127.0.0.1:7000\nbatch_max: 64\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := configs.Load([]string{"SECKILL_CONFIG=" + path, "SECKILL_BATCH_MAX=32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:7000" || c.BatchMax != 32 {
+		t.Errorf("file then environment: %+v", c)
+	}
+}
+
+func TestInvalidConfigNamesTheSetting(t *testing.T) {
+	tests := []struct{ env, want string }{
+		{"SECKILL_REDIS_DB=abc", "redis_db"},
+		{"SECKILL_REDIS_DB=16", "SECKILL_REDIS_DB"},
+		{"SECKILL_PAYMENT_WINDOW=soon", "payment_window"},
+		{"SECKILL_PAYMENT_WINDOW=0s", "SECKILL_PAYMENT_WINDOW"},
+		{"SECKILL_HTTP_ADDR=nowhere", "SECKILL_HTTP_ADDR"},
+		{"SECKILL_RATE_PER_USER=-1", "SECKILL_RATE_PER_USER"},
+		{"SECKILL_ENV=staging", "SECKILL_ENV"},
+		{"SECKILL_LOG_LEVEL=loud", "SECKILL_LOG_LEVEL"},
+		{"SECKILL_TRUSTED_PROXIES=not-an-ip", "SECKILL_TRUSTED_PROXIES"},
+		{"SECKILL_AMQP_URL=http://x", "SECKILL_AMQP_URL"},
+		{"SECKILL_REDIS_PREFIX=a:b", "SECKILL_REDIS_PREFIX"},
+		{"SECKILL_HTTP_ADRR=127.0.0.1:1", "SECKILL_HTTP_ADRR"},
+		{"SECKILL_ENV=production", "SECKILL_JWT_SECRET"},
+	}
+	for _, tc := range tests {
+		_, err := configs.Load([]string{tc.env})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	c, err := configs.Load([]string{
+		"SECKILL_JWT_SECRET=jwt-secret-value", "SECKILL_ADMIN_TOKEN=admin-token-value",
+		"SECKILL_ADMIN_PASSWORD=admin-password-value", "SECKILL_REDIS_PASSWORD=redis-password-value",
+		"SECKILL_AMQP_URL=amqp://user:amqp-password-value@host:5672/",
+		"SECKILL_MYSQL_DSN=root:mysql-password-value@tcp(db:3306)/seckill?parseTime=true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("start", "config", c)
+	out := b.String()
+	for _, secret := range []string{"jwt-secret-value", "admin-token-value", "admin-password-value",
+		"redis-password-value", "amqp-password-value", "mysql-password-value"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log line shows %s: %s", secret, out)
+		}
+	}
+	for _, shown := range []string{"amqp://user:***@host:5672/", "root:***@tcp(db:3306)"} {
+		if !strings.Contains(out, shown) {
+			t.Errorf("log line lacks %s: %s", shown, out)
+		}
+	}
+}

@@ -1,0 +1,350 @@
+// Package inventory keeps each sale's stock in Redis and decides buys with
+// one atomic Lua call per batch of requests (see package lua). It is the gate
+// of the system: what it accepts is an order, what it refuses never touches
+// the ledger.
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Refusals of a buy, and other domain errors of the stock.
+var (
+	ErrSoldOut       = errors.New("inventory: sold out")
+	ErrLimitExceeded = errors.New("inventory: per-user limit exceeded")
+	ErrNotStarted    = errors.New("inventory: sale not started")
+	ErrEnded         = errors.New("inventory: sale ended")
+	ErrPaused        = errors.New("inventory: sale paused")
+	ErrSaleNotFound  = errors.New("inventory: sale not found")
+)
+
+// codeErrs maps the codes returned by buy.lua to the sentinel errors.
+var codeErrs = map[string]error{
+	"ok":             nil,
+	"sold_out":       ErrSoldOut,
+	"limit_exceeded": ErrLimitExceeded,
+	"not_started":    ErrNotStarted,
+	"ended":          ErrEnded,
+	"paused":         ErrPaused,
+	"sale_not_found": ErrSaleNotFound,
+}
+
+// Merchant-set states of a sale, as stored in the stock hash.
+const (
+	StatusActive = "active"
+	StatusPaused = "paused"
+	StatusEnded  = "ended"
+)
+
+// Request is one buy request of a batch.
+type Request struct {
+	UserID    string
+	Qty       int64
+	RequestID string
+	// OrderID is the id the order gets if the request is accepted. A repeated
+	// request returns the id stored the first time instead.
+	OrderID string
+}
+
+// Result is the decision on one Request.
+type Result struct {
+	// Err is nil for an accepted request, else one of the sentinel errors.
+	Err       error
+	OrderID   string
+	Qty       int64
+	Remaining int64
+}
+
+// Sale is what the stock hash holds about a sale besides its counters.
+type Sale struct {
+	ID         int64
+	Total      int64
+	Sold       int64
+	Limit      int64
+	PriceCents int64
+	Start, End time.Time
+	Status     string
+	// ExpireAt is when all the sale's keys go away; zero keeps them.
+	ExpireAt time.Time
+}
+
+// Stock is the current state of a sale in Redis.
+type Stock struct {
+	Total, Available, Sold, Limit int64
+	PriceCents                    int64
+	Start, End                    time.Time
+	Status                        string
+}
+
+// Status is the sale's state as shoppers see it at time now:
+// scheduled, active, paused, sold_out or ended.
+func (st Stock) StatusAt(now time.Time) string {
+	switch {
+	case st.Status == StatusEnded || !now.Before(st.End):
+		return "ended"
+	case st.Status == StatusPaused:
+		return "paused"
+	case now.Before(st.Start):
+		return "scheduled"
+	case st.Available <= 0:
+		return "sold_out"
+	}
+	return "active"
+}
+
+// Store runs the stock scripts against one Redis.
+type Store struct {
+	rdb  redis.UniversalClient
+	keys Keys
+}
+
+// New returns a Store using the given client and key builder.
+func New(rdb redis.UniversalClient, keys Keys) *Store {
+	return &Store{rdb: rdb, keys: keys}
+}
+
+// Keys returns the key builder of the store.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Reserve decides a batch of buy requests for one sale in one Lua call and
+// returns one Result per request, in order. An error means Redis did not
+// answer; then nothing is known about the batch (a retry with the same
+// request ids is safe).
+func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 2+4*len(reqs))
+	args = append(args, sale, len(reqs))
+	for _, r := range reqs {
+		args = append(args, r.UserID, r.Qty, r.RequestID, r.OrderID)
+	}
+	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Reqs(sale), s.keys.Outbox(sale), s.keys.Orders(sale)}
+	vals, err := lua.Buy.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
+	}
+	if len(vals) != 4*len(reqs) {
+		return nil, fmt.Errorf("inventory: buy sale %d: %d values for %d requests", sale, len(vals), len(reqs))
+	}
+	out := make([]Result, len(reqs))
+	for i := range out {
+		v := vals[4*i : 4*i+4]
+		code := fmt.Sprint(v[0])
+		e, ok := codeErrs[code]
+		if !ok {
+			return nil, fmt.Errorf("inventory: buy sale %d: unknown code %q", sale, code)
+		}
+		out[i] = Result{Err: e, OrderID: fmt.Sprint(v[1]), Qty: toInt(v[2]), Remaining: toInt(v[3])}
+	}
+	return out, nil
+}
+
+// Lookup returns the stored answers of requests seen before, without
+// deciding anything: found[i] reports whether reqs[i] had one. It costs one
+// HMGET for the whole batch (the sold-out fast path uses it).
+func (s *Store) Lookup(ctx context.Context, sale int64, reqs []Request) (res []Result, found []bool, err error) {
+	fields := make([]string, len(reqs))
+	for i, r := range reqs {
+		fields[i] = r.UserID + "|" + r.RequestID
+	}
+	vals, err := s.rdb.HMGet(ctx, s.keys.Reqs(sale), fields...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("inventory: lookup sale %d: %w", sale, err)
+	}
+	res = make([]Result, len(reqs))
+	found = make([]bool, len(reqs))
+	for i, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		parts := strings.Split(str, "|")
+		if len(parts) != 4 {
+			return nil, nil, fmt.Errorf("inventory: lookup sale %d: bad stored answer %q", sale, str)
+		}
+		e, ok := codeErrs[parts[0]]
+		if !ok {
+			return nil, nil, fmt.Errorf("inventory: lookup sale %d: unknown code %q", sale, parts[0])
+		}
+		res[i] = Result{Err: e, OrderID: parts[1], Qty: toInt(parts[2]), Remaining: toInt(parts[3])}
+		found[i] = true
+	}
+	return res, found, nil
+}
+
+// Warm loads a sale into Redis, or updates its settings when it is there.
+// With reset the counters are overwritten from s (a rebuild from the ledger);
+// without, an existing sale keeps its counters. It returns available units.
+func (s *Store) Warm(ctx context.Context, sale Sale, reset bool) (int64, error) {
+	var exp int64
+	if !sale.ExpireAt.IsZero() {
+		exp = sale.ExpireAt.UnixMilli()
+	}
+	flag := "0"
+	if reset {
+		flag = "1"
+	}
+	avail, err := lua.Warm.Run(ctx, s.rdb, s.keys.All(sale.ID),
+		sale.Total, sale.Sold, sale.Limit, sale.Start.UnixMilli(), sale.End.UnixMilli(),
+		sale.Status, sale.PriceCents, exp, flag).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: warm sale %d: %w", sale.ID, err)
+	}
+	return avail, nil
+}
+
+// Restock adds qty units to a sale and returns the available units.
+func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
+	avail, err := lua.Restock.Run(ctx, s.rdb, []string{s.keys.Stock(sale)}, qty).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, err)
+	}
+	if avail < 0 {
+		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, ErrSaleNotFound)
+	}
+	return avail, nil
+}
+
+// Release returns a cancelled order's units to its sale. It is idempotent:
+// released is false when the order had been released before. A sale whose
+// keys are gone (expired long after its end) has nothing to release.
+func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string, qty int64) (avail int64, released bool, err error) {
+	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Released(sale)}
+	avail, err = lua.Release.Run(ctx, s.rdb, keys, orderID, userID, qty).Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
+	}
+	switch avail {
+	case -1:
+		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, ErrSaleNotFound)
+	case -2:
+		return 0, false, nil
+	}
+	return avail, true, nil
+}
+
+// SetStatus pauses ("pause"), resumes ("resume") or ends ("end") a sale and
+// returns its new merchant status.
+func (s *Store) SetStatus(ctx context.Context, sale int64, action string) (string, error) {
+	st, err := lua.Status.Run(ctx, s.rdb, []string{s.keys.Stock(sale)}, action).Text()
+	if err != nil {
+		switch {
+		case strings.Contains(err.Error(), "sale_not_found"):
+			err = ErrSaleNotFound
+		case strings.Contains(err.Error(), "ended"):
+			err = ErrEnded
+		}
+		return "", fmt.Errorf("inventory: %s sale %d: %w", action, sale, err)
+	}
+	return st, nil
+}
+
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status"}
+
+// Stock reads a sale's stock hash.
+func (s *Store) Stock(ctx context.Context, sale int64) (Stock, error) {
+	m, err := s.Stocks(ctx, []int64{sale})
+	if err != nil {
+		return Stock{}, err
+	}
+	st, ok := m[sale]
+	if !ok {
+		return Stock{}, fmt.Errorf("inventory: stock of sale %d: %w", sale, ErrSaleNotFound)
+	}
+	return st, nil
+}
+
+// Stocks reads the stock hashes of several sales in one round trip. Sales
+// without one are missing from the map.
+func (s *Store) Stocks(ctx context.Context, sales []int64) (map[int64]Stock, error) {
+	cmds := make([]*redis.SliceCmd, len(sales))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range sales {
+			cmds[i] = p.HMGet(ctx, s.keys.Stock(id), stockFields...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inventory: read stock: %w", err)
+	}
+	out := make(map[int64]Stock, len(sales))
+	for i, c := range cmds {
+		v := c.Val()
+		if v[0] == nil {
+			continue
+		}
+		out[sales[i]] = Stock{
+			Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]),
+			PriceCents: toInt(v[4]),
+			Start:      time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
+			Status: fmt.Sprint(v[7]),
+		}
+	}
+	return out, nil
+}
+
+// Buyers returns the units each user holds in a sale.
+func (s *Store) Buyers(ctx context.Context, sale int64) (map[string]int64, error) {
+	m, err := s.rdb.HGetAll(ctx, s.keys.Buyers(sale)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: buyers of sale %d: %w", sale, err)
+	}
+	out := make(map[string]int64, len(m))
+	for u, v := range m {
+		out[u] = toInt(v)
+	}
+	return out, nil
+}
+
+// AcceptedOrder is an order as buy.lua recorded it, before or after the
+// worker persisted it.
+type AcceptedOrder struct {
+	OrderID   string
+	SaleID    int64
+	UserID    string
+	Qty       int64
+	RequestID string
+	At        time.Time
+}
+
+// Accepted looks up an order accepted by buy.lua. ok is false when Redis
+// holds no such order.
+func (s *Store) Accepted(ctx context.Context, sale int64, orderID string) (o AcceptedOrder, ok bool, err error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Orders(sale), orderID).Result()
+	if errors.Is(err, redis.Nil) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("inventory: order %s: %w", orderID, err)
+	}
+	parts := strings.Split(v, "|")
+	if len(parts) != 4 {
+		return o, false, fmt.Errorf("inventory: order %s: bad record %q", orderID, v)
+	}
+	return AcceptedOrder{
+		OrderID: orderID, SaleID: sale, UserID: parts[0], Qty: toInt(parts[1]),
+		RequestID: parts[2], At: time.UnixMilli(toInt(parts[3])),
+	}, true, nil
+}
+
+// toInt reads an integer reply that Redis may give as a number or a string.
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,473 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server/servertest"
+)
+
+// env is a test's Redis with a key prefix of its own.
+type env struct {
+	rdb  *redis.Client
+	keys inventory.Keys
+	inv  *inventory.Store
+	next int64
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	cfg := servertest.Config(t)
+	rdb := servertest.Redis(t, cfg)
+	keys := inventory.NewKeys(cfg.RedisPrefix)
+	return &env{rdb: rdb, keys: keys, inv: inventory.New(rdb, keys)}
+}
+
+// mustSale warms a sale with the given stock, limit and window offsets
+// from now; status is active unless given.
+func (e *env) mustSale(t testing.TB, total, limit int64, start, end time.Duration, status ...string) int64 {
+	t.Helper()
+	e.next++
+	st := inventory.StatusActive
+	if len(status) > 0 {
+		st = status[0]
+	}
+	now := time.Now()
+	_, err := e.inv.Warm(context.Background(), inventory.Sale{
+		ID: e.next, Total: total, Limit: limit, PriceCents: 250,
+		Start: now.Add(start), End: now.Add(end), Status: st, ExpireAt: now.Add(end + 24*time.Hour),
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.next
+}
+
+func (e *env) stock(t testing.TB, sale int64) inventory.Stock {
+	t.Helper()
+	st, err := e.inv.Stock(context.Background(), sale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func req(user string, qty int64, rid string) inventory.Request {
+	return inventory.Request{UserID: user, Qty: qty, RequestID: rid, OrderID: "order-" + user + "-" + rid}
+}
+
+func (e *env) reserve(t testing.TB, sale int64, reqs ...inventory.Request) []inventory.Result {
+	t.Helper()
+	res, err := e.inv.Reserve(context.Background(), sale, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestReserveBranches(t *testing.T) {
+	e := newEnv(t)
+	const h = time.Hour
+	tests := []struct {
+		name string
+		// sale setup
+		total, limit int64
+		start, end   time.Duration
+		status       string
+		noSale       bool
+		before       []inventory.Request // decided first
+		req          inventory.Request
+		wantErr      error
+		wantRemain   int64
+		wantSold     int64
+	}{
+		{name: "accepted", total: 10, limit: 2, start: -h, end: h, req: req("u1", 2, "r1"), wantRemain: 8, wantSold: 2},
+		{name: "sale not found", noSale: true, req: req("u1", 1, "r1"), wantErr: inventory.ErrSaleNotFound},
+		{name: "not started", total: 10, limit: 2, start: h, end: 2 * h, req: req("u1", 1, "r1"), wantErr: inventory.ErrNotStarted, wantRemain: 10},
+		{name: "ended by time", total: 10, limit: 2, start: -2 * h, end: -h, req: req("u1", 1, "r1"), wantErr: inventory.ErrEnded, wantRemain: 10},
+		{name: "ended by merchant", total: 10, limit: 2, start: -h, end: h, status: inventory.StatusEnded, req: req("u1", 1, "r1"), wantErr: inventory.ErrEnded, wantRemain: 10},
+		{name: "paused", total: 10, limit: 2, start: -h, end: h, status: inventory.StatusPaused, req: req("u1", 1, "r1"), wantErr: inventory.ErrPaused, wantRemain: 10},
+		{name: "qty above limit", total: 10, limit: 2, start: -h, end: h, req: req("u1", 3, "r1"), wantErr: inventory.ErrLimitExceeded, wantRemain: 10},
+		{name: "limit reached over requests", total: 10, limit: 2, start: -h, end: h,
+			before: []inventory.Request{req("u1", 1, "r0")}, req: req("u1", 2, "r1"), wantErr: inventory.ErrLimitExceeded, wantRemain: 9, wantSold: 1},
+		{name: "other users not limited", total: 10, limit: 2, start: -h, end: h,
+			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), wantRemain: 6, wantSold: 4},
+		{name: "sold out", total: 2, limit: 2, start: -h, end: h,
+			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 1, "r1"), wantErr: inventory.ErrSoldOut, wantRemain: 0, wantSold: 2},
+		{name: "not enough for qty", total: 3, limit: 2, start: -h, end: h,
+			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), wantErr: inventory.ErrSoldOut, wantRemain: 1, wantSold: 2},
+		{name: "last units exactly", total: 3, limit: 2, start: -h, end: h,
+			before: []inventory.Request{req("u1", 1, "r0")}, req: req("u2", 2, "r1"), wantRemain: 0, wantSold: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sale := int64(1_000_000) + e.next
+			if !tc.noSale {
+				st := []string{}
+				if tc.status != "" {
+					st = append(st, tc.status)
+				}
+				sale = e.mustSale(t, tc.total, tc.limit, tc.start, tc.end, st...)
+			}
+			for _, b := range tc.before {
+				if r := e.reserve(t, sale, b)[0]; r.Err != nil {
+					t.Fatalf("setup request %v: %v", b, r.Err)
+				}
+			}
+			r := e.reserve(t, sale, tc.req)[0]
+			if !errors.Is(r.Err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", r.Err, tc.wantErr)
+			}
+			if tc.noSale {
+				return
+			}
+			if r.Remaining != tc.wantRemain {
+				t.Errorf("remaining = %d, want %d", r.Remaining, tc.wantRemain)
+			}
+			st := e.stock(t, sale)
+			if st.Available != tc.wantRemain || st.Sold != tc.wantSold || st.Available+st.Sold != st.Total {
+				t.Errorf("stock = %+v, want available %d sold %d", st, tc.wantRemain, tc.wantSold)
+			}
+			if tc.wantErr == nil && r.OrderID != tc.req.OrderID {
+				t.Errorf("order id = %q, want %q", r.OrderID, tc.req.OrderID)
+			}
+			if tc.wantErr != nil && r.OrderID != "" {
+				t.Errorf("refusal carries order id %q", r.OrderID)
+			}
+		})
+	}
+}
+
+func TestReserveWritesOutboxEvent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 10, 3, -time.Hour, time.Hour)
+	before := time.Now().Add(-time.Second).UnixMilli()
+	r := e.reserve(t, sale, req("alice", 3, "req-0001"))[0]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	msgs, err := e.rdb.XRange(ctx, e.keys.Outbox(sale), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("outbox = %v, %v; want one event", msgs, err)
+	}
+	v := msgs[0].Values
+	want := map[string]string{"order_id": r.OrderID, "sale_id": strconv.FormatInt(sale, 10), "user_id": "alice",
+		"qty": "3", "price": "250", "request_id": "req-0001"}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("event %s = %v, want %s", k, v[k], w)
+		}
+	}
+	if ts, _ := strconv.ParseInt(fmt.Sprint(v["ts"]), 10, 64); ts < before {
+		t.Errorf("event ts = %v, want about now", v["ts"])
+	}
+	acc, ok, err := e.inv.Accepted(ctx, sale, r.OrderID)
+	if err != nil || !ok || acc.UserID != "alice" || acc.Qty != 3 || acc.RequestID != "req-0001" {
+		t.Errorf("accepted order = %+v, %v, %v", acc, ok, err)
+	}
+	buyers, _ := e.inv.Buyers(ctx, sale)
+	if buyers["alice"] != 3 {
+		t.Errorf("buyers = %v", buyers)
+	}
+	// Every key of a sale expires after it ends, so memory stays bounded.
+	for _, k := range []string{e.keys.Stock(sale), e.keys.Buyers(sale), e.keys.Reqs(sale), e.keys.Outbox(sale), e.keys.Orders(sale)} {
+		if ttl := e.rdb.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("%s has no TTL (%v)", k, ttl)
+		}
+	}
+}
+
+func TestReserveIdempotent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 5, 2, -time.Hour, time.Hour)
+
+	first := e.reserve(t, sale, req("u1", 1, "again-01"))[0]
+	retry := inventory.Request{UserID: "u1", Qty: 1, RequestID: "again-01", OrderID: "another-order-id"}
+	// The same request twice in one batch, and once more later.
+	batch := e.reserve(t, sale, retry, retry)
+	later := e.reserve(t, sale, retry)[0]
+	for i, r := range []inventory.Result{batch[0], batch[1], later} {
+		if r != first {
+			t.Errorf("repeat %d = %+v, want %+v", i, r, first)
+		}
+	}
+	if st := e.stock(t, sale); st.Sold != 1 {
+		t.Errorf("sold = %d after repeats, want 1", st.Sold)
+	}
+	if n := e.rdb.XLen(ctx, e.keys.Outbox(sale)).Val(); n != 1 {
+		t.Errorf("outbox holds %d events, want 1", n)
+	}
+
+	// A refusal is remembered too: the same request id stays refused even
+	// when the user's earlier units are released.
+	e.reserve(t, sale, req("u1", 1, "fill-001"))
+	refused := e.reserve(t, sale, req("u1", 1, "over-001"))[0]
+	if !errors.Is(refused.Err, inventory.ErrLimitExceeded) {
+		t.Fatalf("third unit: %v", refused.Err)
+	}
+	if _, _, err := e.inv.Release(ctx, sale, first.OrderID, "u1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if again := e.reserve(t, sale, req("u1", 1, "over-001"))[0]; again != refused {
+		t.Errorf("retry of refusal = %+v, want %+v", again, refused)
+	}
+	if fresh := e.reserve(t, sale, req("u1", 1, "fresh-01"))[0]; fresh.Err != nil {
+		t.Errorf("fresh request after release: %v", fresh.Err)
+	}
+}
+
+func TestReserveAcceptedSurvivesEnd(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 5, 2, -time.Hour, time.Hour)
+	first := e.reserve(t, sale, req("u1", 1, "before-end"))[0]
+	if _, err := e.inv.SetStatus(ctx, sale, "end"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.reserve(t, sale, req("u1", 1, "before-end"))[0]; r != first {
+		t.Errorf("retry after end = %+v, want the original %+v", r, first)
+	}
+	if r := e.reserve(t, sale, req("u1", 1, "after-end"))[0]; !errors.Is(r.Err, inventory.ErrEnded) {
+		t.Errorf("new request after end: %v, want ErrEnded", r.Err)
+	}
+}
+
+func TestWindowRefusalsAreNotRemembered(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	sale := e.mustSale(t, 5, 2, time.Hour, 2*time.Hour)
+	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; !errors.Is(r.Err, inventory.ErrNotStarted) {
+		t.Fatalf("early: %v", r.Err)
+	}
+	// The merchant moves the start into the past: the same request id buys.
+	_, err := e.inv.Warm(ctx, inventory.Sale{ID: sale, Total: 5, Limit: 2, PriceCents: 250,
+		Start: now.Add(-time.Minute), End: now.Add(time.Hour), Status: inventory.StatusActive}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; r.Err != nil {
+		t.Errorf("after start: %v", r.Err)
+	}
+}
+
+func TestReserveBatchMixed(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 3, 2, -time.Hour, time.Hour)
+	res := e.reserve(t, sale,
+		req("a", 2, "batch-01"), // ok, 1 left
+		req("a", 1, "batch-02"), // limit
+		req("b", 2, "batch-03"), // only 1 left: sold out
+		req("b", 1, "batch-04"), // ok, 0 left
+		req("c", 1, "batch-05"), // sold out
+	)
+	want := []struct {
+		err    error
+		remain int64
+	}{{nil, 1}, {inventory.ErrLimitExceeded, 1}, {inventory.ErrSoldOut, 1}, {nil, 0}, {inventory.ErrSoldOut, 0}}
+	for i, w := range want {
+		if !errors.Is(res[i].Err, w.err) || res[i].Remaining != w.remain {
+			t.Errorf("request %d = %+v, want err %v remaining %d", i, res[i], w.err, w.remain)
+		}
+	}
+}
+
+func TestWarm(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 10, 5, -time.Hour, time.Hour)
+	e.reserve(t, sale, req("u", 4, "warm-0001"))
+
+	// Warming a running sale updates its settings and keeps its counters.
+	now := time.Now()
+	upd := inventory.Sale{ID: sale, Total: 10, Limit: 7, PriceCents: 999, Start: now.Add(-time.Hour),
+		End: now.Add(2 * time.Hour), Status: inventory.StatusPaused, ExpireAt: now.Add(3 * time.Hour)}
+	if avail, err := e.inv.Warm(ctx, upd, false); err != nil || avail != 6 {
+		t.Fatalf("warm = %d, %v; want 6", avail, err)
+	}
+	st := e.stock(t, sale)
+	if st.Available != 6 || st.Sold != 4 || st.Limit != 7 || st.PriceCents != 999 || st.Status != inventory.StatusPaused {
+		t.Errorf("after update: %+v", st)
+	}
+	// A reset rebuilds the counters from the ledger's figures.
+	upd.Sold = 3
+	if avail, err := e.inv.Warm(ctx, upd, true); err != nil || avail != 7 {
+		t.Fatalf("reset warm = %d, %v; want 7", avail, err)
+	}
+	if ttl := e.rdb.PTTL(ctx, e.keys.Stock(sale)).Val(); ttl < 2*time.Hour || ttl > 3*time.Hour {
+		t.Errorf("stock TTL = %v, want about 3h", ttl)
+	}
+}
+
+func TestRestockAndRelease(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 2, 2, -time.Hour, time.Hour)
+	r := e.reserve(t, sale, req("u", 2, "rel-0001"))[0]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if avail, err := e.inv.Restock(ctx, sale, 5); err != nil || avail != 5 {
+		t.Fatalf("restock = %d, %v; want 5", avail, err)
+	}
+	if _, err := e.inv.Restock(ctx, 999_999, 5); !errors.Is(err, inventory.ErrSaleNotFound) {
+		t.Errorf("restock of unknown sale: %v", err)
+	}
+
+	avail, released, err := e.inv.Release(ctx, sale, r.OrderID, "u", 2)
+	if err != nil || !released || avail != 7 {
+		t.Fatalf("release = %d, %v, %v; want 7, true", avail, released, err)
+	}
+	// Exactly once: a second release changes nothing.
+	avail, released, err = e.inv.Release(ctx, sale, r.OrderID, "u", 2)
+	if err != nil || released || avail != 0 {
+		t.Fatalf("second release = %d, %v, %v; want nothing released", avail, released, err)
+	}
+	st := e.stock(t, sale)
+	if st.Total != 7 || st.Available != 7 || st.Sold != 0 {
+		t.Errorf("stock after release = %+v", st)
+	}
+	if b, _ := e.inv.Buyers(ctx, sale); len(b) != 0 {
+		t.Errorf("buyers after release = %v, want none", b)
+	}
+	if _, _, err := e.inv.Release(ctx, 999_999, "x", "u", 1); !errors.Is(err, inventory.ErrSaleNotFound) {
+		t.Errorf("release in unknown sale: %v", err)
+	}
+}
+
+func TestSetStatus(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.mustSale(t, 2, 1, -time.Hour, time.Hour)
+	steps := []struct {
+		action, want string
+		err          error
+	}{
+		{"pause", inventory.StatusPaused, nil},
+		{"resume", inventory.StatusActive, nil},
+		{"end", inventory.StatusEnded, nil},
+		{"resume", "", inventory.ErrEnded},
+		{"pause", "", inventory.ErrEnded},
+	}
+	for _, s := range steps {
+		got, err := e.inv.SetStatus(ctx, sale, s.action)
+		if got != s.want || !errors.Is(err, s.err) {
+			t.Errorf("%s = %q, %v; want %q, %v", s.action, got, err, s.want, s.err)
+		}
+	}
+	if _, err := e.inv.SetStatus(ctx, 999_999, "pause"); !errors.Is(err, inventory.ErrSaleNotFound) {
+		t.Errorf("pause unknown sale: %v", err)
+	}
+}
+
+func TestStatusAt(t *testing.T) {
+	now := time.Now()
+	base := inventory.Stock{Available: 3, Start: now.Add(-time.Minute), End: now.Add(time.Minute), Status: inventory.StatusActive}
+	tests := []struct {
+		name string
+		mod  func(*inventory.Stock)
+		want string
+	}{
+		{"active", func(*inventory.Stock) {}, "active"},
+		{"scheduled", func(s *inventory.Stock) { s.Start = now.Add(time.Second) }, "scheduled"},
+		{"sold out", func(s *inventory.Stock) { s.Available = 0 }, "sold_out"},
+		{"paused", func(s *inventory.Stock) { s.Status = inventory.StatusPaused }, "paused"},
+		{"ended by time", func(s *inventory.Stock) { s.End = now }, "ended"},
+		{"ended by merchant", func(s *inventory.Stock) { s.Status = inventory.StatusEnded }, "ended"},
+	}
+	for _, tc := range tests {
+		st := base
+		tc.mod(&st)
+		if got := st.StatusAt(now); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestScriptFlushMidRun drops every script from Redis while buyers keep
+// buying: Run falls back from EVALSHA to EVAL, and no request fails.
+func TestScriptFlushMidRun(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const buyers, each = 20, 50
+	sale := e.mustSale(t, buyers*each, each, -time.Hour, time.Hour)
+	stop := make(chan struct{})
+	flushed := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				flushed <- n
+				return
+			default:
+			}
+			if err := e.rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	var wg sync.WaitGroup
+	for u := range buyers {
+		wg.Go(func() {
+			for i := range each {
+				res, err := e.inv.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("u", u), 1, fmt.Sprintf("flush-%04d", i))})
+				if err != nil {
+					t.Errorf("reserve during SCRIPT FLUSH: %v", err)
+					return
+				}
+				if res[0].Err != nil {
+					t.Errorf("reserve refused: %v", res[0].Err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-flushed; n < 2 {
+		t.Logf("only %d flushes happened during the run", n)
+	}
+	if st := e.stock(t, sale); st.Sold != buyers*each || st.Available != 0 {
+		t.Errorf("stock = %+v, want all %d sold", st, buyers*each)
+	}
+}
+
+// BenchmarkReserve measures the reserve path against the real Redis: one
+// request per Lua call against 64 per call. ns/op is per request decided.
+func BenchmarkReserve(b *testing.B) {
+	for _, batch := range []int{1, 64} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			e := newEnv(b)
+			ctx := context.Background()
+			sale := e.mustSale(b, orders.MaxTotal, orders.MaxTotal, -time.Hour, time.Hour)
+			reqs := make([]inventory.Request, batch)
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batch {
+				n := min(batch, b.N-i)
+				for j := range n {
+					id := fmt.Sprintf("bench-%010d", i+j)
+					reqs[j] = inventory.Request{UserID: id, Qty: 1, RequestID: id, OrderID: id}
+				}
+				if _, err := e.inv.Reserve(ctx, sale, reqs[:n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			_ = e.rdb.Del(ctx, e.keys.All(sale)...)
+		})
+	}
+}
+

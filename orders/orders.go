@@ -1,0 +1,244 @@
+// Package orders is the durable ledger of Seckill: sales, orders and stock
+// movements in MySQL, the order events that carry accepted buys from Redis to
+// MySQL, and the order ids that name them.
+package orders
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Domain errors of the ledger.
+var (
+	ErrNotFound     = errors.New("orders: order not found")
+	ErrSaleNotFound = errors.New("orders: sale not found")
+	ErrCancelled    = errors.New("orders: order cancelled")
+	ErrPaid         = errors.New("orders: order paid")
+	ErrExpired      = errors.New("orders: payment window closed")
+)
+
+// Order statuses.
+const (
+	StatusPending   = "pending"
+	StatusPaid      = "paid"
+	StatusCancelled = "cancelled"
+)
+
+// Stock movement reasons.
+const (
+	ReasonInitial = "initial"
+	ReasonRestock = "restock"
+	ReasonSale    = "sale"
+	ReasonCancel  = "cancel"
+)
+
+// Limits of a sale, from API.md.
+const (
+	MaxTotal   = 100_000_000
+	MaxNameLen = 200
+)
+
+// Sale is a merchant's limited stock on sale for a time window.
+type Sale struct {
+	ID           int64     `db:"id"`
+	Name         string    `db:"name"`
+	Item         string    `db:"item"`
+	PriceCents   int64     `db:"price_cents"`
+	Total        int64     `db:"total"`
+	PerUserLimit int64     `db:"per_user_limit"`
+	StartsAt     time.Time `db:"starts_at"`
+	EndsAt       time.Time `db:"ends_at"`
+	// Status is the merchant's setting: active, paused or ended.
+	Status    string    `db:"status"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+// SalePatch holds the fields of a sale a merchant may change; nil fields stay.
+type SalePatch struct {
+	Name         *string
+	Item         *string
+	PriceCents   *int64
+	PerUserLimit *int64
+	StartsAt     *time.Time
+	EndsAt       *time.Time
+}
+
+// Apply returns the sale with the patch's fields set.
+func (s Sale) Apply(p SalePatch) Sale {
+	set(&s.Name, p.Name)
+	set(&s.Item, p.Item)
+	set(&s.PriceCents, p.PriceCents)
+	set(&s.PerUserLimit, p.PerUserLimit)
+	set(&s.StartsAt, p.StartsAt)
+	set(&s.EndsAt, p.EndsAt)
+	return s
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// FieldError is a sale setting that breaks a rule; Field is the JSON name.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every field that breaks a rule.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Field + ": " + f.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Validate checks the rules of API.md for a sale.
+func (s Sale) Validate() error {
+	var fs []FieldError
+	bad := func(field, msg string) { fs = append(fs, FieldError{field, msg}) }
+	if n := utf8.RuneCountInString(strings.TrimSpace(s.Name)); n < 1 || n > MaxNameLen {
+		bad("name", "must be 1 to 200 characters")
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(s.Item)); n < 1 || n > MaxNameLen {
+		bad("item", "must be 1 to 200 characters")
+	}
+	if s.PriceCents < 0 {
+		bad("price_cents", "must not be negative")
+	}
+	if s.Total < 1 || s.Total > MaxTotal {
+		bad("total", "must be between 1 and 100000000")
+	}
+	if s.PerUserLimit < 1 || s.PerUserLimit > s.Total {
+		bad("per_user_limit", "must be between 1 and the total")
+	}
+	if s.StartsAt.IsZero() {
+		bad("starts_at", "is required")
+	}
+	if s.EndsAt.IsZero() {
+		bad("ends_at", "is required")
+	} else if !s.StartsAt.Before(s.EndsAt) {
+		bad("ends_at", "must be after starts_at")
+	}
+	if len(fs) > 0 {
+		return &ValidationError{Fields: fs}
+	}
+	return nil
+}
+
+// Order is one accepted buy, as the ledger holds it.
+type Order struct {
+	ID             string     `db:"id"`
+	SaleID         int64      `db:"sale_id"`
+	UserID         string     `db:"user_id"`
+	RequestID      string     `db:"request_id"`
+	Qty            int64      `db:"qty"`
+	UnitPriceCents int64      `db:"unit_price_cents"`
+	AmountCents    int64      `db:"amount_cents"`
+	Status         string     `db:"status"`
+	CreatedAt      time.Time  `db:"created_at"`
+	ExpiresAt      time.Time  `db:"expires_at"`
+	PaidAt         *time.Time `db:"paid_at"`
+	CancelledAt    *time.Time `db:"cancelled_at"`
+	PersistedAt    time.Time  `db:"persisted_at"`
+}
+
+// Event is an accepted buy on its way from the outbox stream through the
+// queue to the ledger. Its JSON is the message body.
+type Event struct {
+	OrderID    string `json:"order_id"`
+	SaleID     int64  `json:"sale_id"`
+	UserID     string `json:"user_id"`
+	Qty        int64  `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+	RequestID  string `json:"request_id"`
+	// At is when buy.lua accepted the order, in Unix milliseconds.
+	At int64 `json:"ts"`
+}
+
+var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
+
+// ValidRequestID reports whether a client-chosen request id is acceptable:
+// 8 to 64 characters of [A-Za-z0-9_-].
+func ValidRequestID(id string) bool { return requestIDRe.MatchString(id) }
+
+// ValidUserID reports whether a user id (a token's subject) is acceptable:
+// 1 to 64 printable characters without "|", which separates fields in Redis.
+func ValidUserID(id string) bool {
+	if len(id) < 1 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r == '|' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports an event that cannot become an order (a poison message).
+func (e Event) Validate() error {
+	switch {
+	case SaleOf(e.OrderID) != e.SaleID || e.SaleID <= 0:
+		return fmt.Errorf("orders: event: order id %q does not belong to sale %d", e.OrderID, e.SaleID)
+	case !ValidUserID(e.UserID):
+		return fmt.Errorf("orders: event %s: bad user id", e.OrderID)
+	case !ValidRequestID(e.RequestID):
+		return fmt.Errorf("orders: event %s: bad request id", e.OrderID)
+	case e.Qty < 1 || e.Qty > MaxTotal:
+		return fmt.Errorf("orders: event %s: bad qty %d", e.OrderID, e.Qty)
+	case e.PriceCents < 0:
+		return fmt.Errorf("orders: event %s: bad price %d", e.OrderID, e.PriceCents)
+	case e.At <= 0:
+		return fmt.Errorf("orders: event %s: bad time %d", e.OrderID, e.At)
+	}
+	return nil
+}
+
+// Order turns the event into a pending order whose payment window is window.
+func (e Event) Order(window time.Duration, now time.Time) Order {
+	at := time.UnixMilli(e.At).UTC()
+	return Order{
+		ID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID, RequestID: e.RequestID,
+		Qty: e.Qty, UnitPriceCents: e.PriceCents, AmountCents: e.Qty * e.PriceCents,
+		Status: StatusPending, CreatedAt: at, ExpiresAt: at.Add(window), PersistedAt: now.UTC(),
+	}
+}
+
+// NewID returns a new order id for a sale: a ULID (time-sortable, unique
+// across processes) followed by "-" and the sale id, so that an order can be
+// found in its sale's Redis keys before it reaches MySQL.
+func NewID(sale int64) string {
+	return ulid.Make().String() + "-" + strconv.FormatInt(sale, 10)
+}
+
+// SaleOf returns the sale id an order id belongs to, or 0 if id is not an
+// order id.
+func SaleOf(id string) int64 {
+	u, s, ok := strings.Cut(id, "-")
+	if !ok || len(u) != ulid.EncodedSize {
+		return 0
+	}
+	if _, err := ulid.ParseStrict(u); err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/oklog/ulid/v2"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/seckill/seckill/orders"
+)
+
+const (
+	sessionCookie = "sk_session"
+	adminCookie   = "sk_admin"
+	ctxUser       = "user"
+
+	adminSessionTTL = 12 * time.Hour
+	adminBodyLimit  = 16 << 10
+	// loginsPerSecond allows 5 admin login attempts a minute per client IP.
+	loginsPerSecond = 5.0 / 60
+)
+
+// Claims are the claims of a shopper's session token (HS256). Anyone with
+// the signing secret can mint one: sub is the user id, name the display name.
+type Claims struct {
+	Name string `json:"name"`
+	jwt.RegisteredClaims
+}
+
+// User is the authenticated shopper of a request.
+type User struct {
+	ID   string
+	Name string
+}
+
+// MintToken signs a session token for a user, valid for ttl. Load testers
+// and other identity providers use the same function with the same secret.
+func MintToken(secret []byte, userID, name string, ttl time.Duration, now time.Time) (string, time.Time, error) {
+	exp := now.Add(ttl).Truncate(time.Second)
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{
+		Name: name,
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   userID,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(exp),
+		},
+	})
+	signed, err := tok.SignedString(secret)
+	return signed, exp, err
+}
+
+var jwtParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired())
+
+// parseToken verifies a session token and returns its user.
+func (s *Server) parseToken(raw string) (User, error) {
+	var cl Claims
+	_, err := jwtParser.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil })
+	if err != nil {
+		return User{}, err
+	}
+	if !orders.ValidUserID(cl.Subject) {
+		return User{}, errors.New("bad subject")
+	}
+	return User{ID: cl.Subject, Name: cl.Name}, nil
+}
+
+func unauthenticated(msg string) *Error {
+	return newError(http.StatusUnauthorized, "unauthenticated", "%s", msg)
+}
+
+// requireUser authenticates a shopper by "Authorization: Bearer <token>" or
+// the session cookie.
+func (s *Server) requireUser(c *gin.Context) {
+	raw, ok := bearer(c)
+	if !ok {
+		var err error
+		if raw, err = c.Cookie(sessionCookie); err != nil || raw == "" {
+			abort(c, unauthenticated("Sign in first: no session token."))
+			return
+		}
+	}
+	u, err := s.parseToken(raw)
+	if err != nil {
+		msg := "Your session token is not valid; sign in again."
+		if errors.Is(err, jwt.ErrTokenExpired) {
+			msg = "Your session has expired; sign in again."
+		}
+		abort(c, unauthenticated(msg))
+		return
+	}
+	c.Set(ctxUser, u)
+	c.Next()
+}
+
+func currentUser(c *gin.Context) User {
+	u, _ := c.Get(ctxUser)
+	return u.(User)
+}
+
+func bearer(c *gin.Context) (string, bool) {
+	h := c.GetHeader("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:]), true
+	}
+	return "", false
+}
+
+type sessionRequest struct {
+	Name string `json:"name"`
+}
+
+// createSession signs a shopper in under a display name with a new user id.
+func (s *Server) createSession(c *gin.Context) {
+	var req sessionRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	name := strings.TrimSpace(req.Name)
+	if n := utf8.RuneCountInString(name); n < 1 || n > 64 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		abort(c, invalid("Name must be 1 to 64 characters."))
+		return
+	}
+	id := "u_" + ulid.Make().String()
+	tok, exp, err := MintToken([]byte(s.cfg.JWTSecret), id, name, s.cfg.SessionTTL, s.now())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
+	c.JSON(http.StatusOK, gin.H{"user_id": id, "name": name, "token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
+}
+
+func (s *Server) setCookie(c *gin.Context, name, value string, exp time.Time, site http.SameSite) {
+	ck := &http.Cookie{
+		Name: name, Value: value, Path: "/", HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: site,
+	}
+	if exp.IsZero() {
+		ck.MaxAge = -1
+	} else {
+		ck.Expires = exp
+		ck.MaxAge = int(time.Until(exp).Seconds())
+	}
+	http.SetCookie(c.Writer, ck)
+}
+
+// requireAdmin lets a request through with the configured admin bearer
+// token or a live admin session cookie.
+func (s *Server) requireAdmin(c *gin.Context) {
+	if tok, ok := bearer(c); ok {
+		if s.cfg.AdminToken != "" && equalSecret(tok, s.cfg.AdminToken) {
+			c.Next()
+			return
+		}
+		abort(c, unauthenticated("Admin token not valid."))
+		return
+	}
+	sess, err := c.Cookie(adminCookie)
+	if err != nil || len(sess) != 64 {
+		abort(c, unauthenticated("Log in as the merchant first."))
+		return
+	}
+	n, err := s.rdb.Exists(c.Request.Context(), s.inv.Keys().AdminSession(sess)).Result()
+	if err != nil {
+		abort(c, unavailable(err))
+		return
+	}
+	if n == 0 {
+		abort(c, unauthenticated("Your admin session has ended; log in again."))
+		return
+	}
+	c.Next()
+}
+
+func equalSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// checkAdminPassword compares with the configured password, which may be
+// plain text or a bcrypt hash.
+func (s *Server) checkAdminPassword(pw string) bool {
+	want := s.cfg.AdminPassword
+	if strings.HasPrefix(want, "$2a$") || strings.HasPrefix(want, "$2b$") || strings.HasPrefix(want, "$2y$") {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(pw)) == nil
+	}
+	return equalSecret(pw, want)
+}
+
+type loginRequest struct {
+	Password string `json:"password"`
+}
+
+// login opens an admin session. Attempts are limited per client IP, so a
+// password cannot be guessed at speed.
+func (s *Server) login(c *gin.Context) {
+	now := s.now()
+	if r := s.logins.reserve(c.ClientIP(), now); r.DelayFrom(now) > 0 {
+		r.CancelAt(now)
+		e := newError(http.StatusTooManyRequests, "rate_limited", "Too many login attempts; wait a little.")
+		e.RetryAfter = r.DelayFrom(now)
+		abort(c, e)
+		return
+	}
+	var req loginRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	if !s.checkAdminPassword(req.Password) {
+		abort(c, unauthenticated("Wrong password."))
+		return
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	sess := hex.EncodeToString(b)
+	if err := s.rdb.Set(c.Request.Context(), s.inv.Keys().AdminSession(sess), "1", adminSessionTTL).Err(); err != nil {
+		abort(c, unavailable(err))
+		return
+	}
+	s.setCookie(c, adminCookie, sess, s.now().Add(adminSessionTTL), http.SameSiteStrictMode)
+	c.JSON(http.StatusOK, gin.H{"ok": true, "expires_at": s.now().Add(adminSessionTTL).UTC().Format(time.RFC3339)})
+}
+
+func (s *Server) logout(c *gin.Context) {
+	if sess, err := c.Cookie(adminCookie); err == nil && sess != "" {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), time.Second)
+		defer cancel()
+		if err := s.rdb.Del(ctx, s.inv.Keys().AdminSession(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			abort(c, unavailable(err))
+			return
+		}
+	}
+	s.setCookie(c, adminCookie, "", time.Time{}, http.SameSiteStrictMode)
+	c.JSON(http.StatusOK, gin.H{"ok": true})
+}

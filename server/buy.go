@@ -1,0 +1,93 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+type buyRequest struct {
+	Qty       int64  `json:"qty"`
+	RequestID string `json:"request_id"`
+}
+
+type buyResponse struct {
+	OrderID   string `json:"order_id"`
+	SaleID    int64  `json:"sale_id"`
+	Qty       int64  `json:"qty"`
+	Remaining int64  `json:"remaining"`
+	Status    string `json:"status"`
+}
+
+// rateLimit applies the buy limiters (per IP, per user, global).
+func (s *Server) rateLimit(c *gin.Context) {
+	ok, wait := s.limits.allow(currentUser(c).ID, c.ClientIP(), s.now())
+	if ok {
+		c.Next()
+		return
+	}
+	if id, err := strconv.ParseInt(c.Param("id"), 10, 64); err == nil && id > 0 {
+		s.outcomes.add(id, "rate_limited")
+	}
+	s.metrics.outcomes.WithLabelValues("rate_limited").Inc()
+	e := newError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in a moment.")
+	e.RetryAfter = wait
+	abort(c, e)
+}
+
+// buy decides one purchase: validate, then one (possibly coalesced) Lua call.
+func (s *Server) buy(c *gin.Context) {
+	id, err := saleID(c)
+	if err != nil {
+		s.refuse(c, 0, err)
+		return
+	}
+	var req buyRequest
+	if err := decode(c, &req); err != nil {
+		s.refuse(c, id, err)
+		return
+	}
+	switch {
+	case req.Qty < 1:
+		err = invalid("qty must be at least 1.")
+	case req.Qty > orders.MaxTotal:
+		// No sale has this many units, so no limit allows it.
+		err = inventory.ErrLimitExceeded
+	case !orders.ValidRequestID(req.RequestID):
+		err = invalid("request_id must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -.")
+	}
+	if err != nil {
+		s.refuse(c, id, err)
+		return
+	}
+	u := currentUser(c)
+	res, err := s.reserver.Reserve(c.Request.Context(), id, []inventory.Request{{
+		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, OrderID: orders.NewID(id),
+	}})
+	if err != nil {
+		s.refuse(c, id, classify(err))
+		return
+	}
+	r := res[0]
+	if r.Err != nil {
+		s.refuse(c, id, r.Err)
+		return
+	}
+	s.outcomes.add(id, "ok")
+	s.metrics.outcomes.WithLabelValues("ok").Inc()
+	c.JSON(http.StatusOK, buyResponse{OrderID: r.OrderID, SaleID: id, Qty: r.Qty, Remaining: r.Remaining, Status: orders.StatusPending})
+}
+
+// refuse answers a buy with err and counts the outcome.
+func (s *Server) refuse(c *gin.Context, sale int64, err error) {
+	code := toError(err).Code
+	if sale > 0 && code != "sale_not_found" {
+		s.outcomes.add(sale, code)
+	}
+	s.metrics.outcomes.WithLabelValues(code).Inc()
+	abort(c, err)
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+// Error is a refusal with its HTTP status and API code (API.md, Errors).
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	// Fields lists field-level problems of a request body, if any.
+	Fields []orders.FieldError
+	// RetryAfter is sent as the Retry-After header of a 429.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(format string, args ...any) *Error {
+	return newError(http.StatusBadRequest, "invalid_request", format, args...)
+}
+
+// errorTable maps domain errors to what the API answers. The first match
+// (errors.Is) wins.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+	msg    string
+}{
+	{inventory.ErrSoldOut, http.StatusConflict, "sold_out", "Sold out: not enough stock left for this quantity."},
+	{inventory.ErrLimitExceeded, http.StatusConflict, "limit_exceeded", "That would take you over this sale's per-person limit."},
+	{inventory.ErrNotStarted, http.StatusConflict, "not_started", "The sale has not started yet."},
+	{inventory.ErrEnded, http.StatusConflict, "ended", "The sale has ended."},
+	{inventory.ErrPaused, http.StatusConflict, "paused", "The sale is paused by the merchant."},
+	{inventory.ErrSaleNotFound, http.StatusNotFound, "sale_not_found", "No such sale."},
+	{orders.ErrSaleNotFound, http.StatusNotFound, "sale_not_found", "No such sale."},
+	{orders.ErrNotFound, http.StatusNotFound, "order_not_found", "No such order."},
+	{orders.ErrCancelled, http.StatusConflict, "order_cancelled", "The order was cancelled: its payment window has closed."},
+	{orders.ErrExpired, http.StatusConflict, "order_cancelled", "The order's payment window has closed."},
+	{orders.ErrPaid, http.StatusConflict, "order_paid", "The order is paid and cannot be cancelled."},
+	{errUnavailable, http.StatusServiceUnavailable, "unavailable", "The service is busy or a backing service is down; please retry shortly."},
+}
+
+// errUnavailable marks failures of a backing service (Redis, MySQL,
+// RabbitMQ) that a retry may get past.
+var errUnavailable = errors.New("backing service unavailable")
+
+// unavailable wraps err as a 503.
+func unavailable(err error) error { return fmt.Errorf("%w: %w", errUnavailable, err) }
+
+// toError turns any error into the API refusal to send.
+func toError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var ve *orders.ValidationError
+	if errors.As(err, &ve) {
+		e := invalid("%s", ve.Error())
+		e.Fields = ve.Fields
+		return e
+	}
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return &Error{Status: row.status, Code: row.code, Message: row.msg}
+		}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Something went wrong on our side."}
+}
+
+// abort answers the request with err in the API's error body. Only 5xx are
+// logged, with the internal error that never reaches the user.
+func abort(c *gin.Context, err error) {
+	e := toError(err)
+	if e.Status >= 500 {
+		slog.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
+	}
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	body := gin.H{"code": e.Code, "message": e.Message}
+	if len(e.Fields) > 0 {
+		body["fields"] = e.Fields
+	}
+	c.AbortWithStatusJSON(e.Status, gin.H{"error": body})
+}
+
+// classify marks errors of a backing service that a retry may get past
+// (connection refused or lost, timeouts, lock waits) as 503; domain errors
+// and anything else pass unchanged.
+func classify(err error) error {
+	if err == nil || errors.Is(err, errUnavailable) {
+		return err
+	}
+	var ne net.Error
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me):
+		// Lock wait timeout, deadlock, too many connections, server shutdown.
+		if me.Number == 1205 || me.Number == 1213 || me.Number == 1040 || me.Number == 1053 {
+			return unavailable(err)
+		}
+	case errors.As(err, &ne), errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, redis.ErrPoolTimeout),
+		errors.Is(err, redis.ErrClosed):
+		return unavailable(err)
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, orders.ErrSaleNotFound) || errors.Is(err, orders.ErrNotFound)
+}

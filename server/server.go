@@ -1,0 +1,333 @@
+// Package server is Seckill's HTTP front: the shopper API, the merchant
+// admin API, the live-stock WebSocket hub, the embedded web pages and the
+// operational endpoints. It authenticates, rate-limits and validates every
+// request before the inventory decides anything.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+// Reserver decides buy requests; the inventory store does it directly, the
+// coalescing batcher in front of it gathers concurrent requests first.
+type Reserver interface {
+	Reserve(ctx context.Context, sale int64, reqs []inventory.Request) ([]inventory.Result, error)
+}
+
+// Deps are the services a Server runs on.
+type Deps struct {
+	Redis     redis.UniversalClient
+	Inventory *inventory.Store
+	// Reserver decides buys; nil means Inventory, one Lua call per request.
+	Reserver Reserver
+	Ledger   *orders.Store
+	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
+	Ready    map[string]func(context.Context) error
+	Registry *prometheus.Registry
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	cfg      configs.Config
+	inv      *inventory.Store
+	reserver Reserver
+	ledger   *orders.Store
+	rdb      redis.UniversalClient
+	ready    map[string]func(context.Context) error
+	registry *prometheus.Registry
+	now      func() time.Time
+
+	engine   *gin.Engine
+	metrics  *metrics
+	limits   *limits
+	logins   *limiter
+	outcomes *outcomes
+	csrf     *http.CrossOriginProtection
+	sales    *saleCache
+}
+
+// New builds a Server. It opens nothing; Run serves.
+func New(cfg configs.Config, d Deps) (*Server, error) {
+	s := &Server{
+		cfg: cfg, inv: d.Inventory, reserver: d.Reserver, ledger: d.Ledger, rdb: d.Redis,
+		ready: d.Ready, registry: d.Registry, now: d.Now,
+		limits:   newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
+		logins:   newLimiter(loginsPerSecond),
+		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
+		csrf:     http.NewCrossOriginProtection(),
+	}
+	if s.reserver == nil {
+		s.reserver = d.Inventory
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	s.sales = newSaleCache(s.ledger, s.now)
+	for _, o := range cfg.AllowedOriginsList() {
+		if err := s.csrf.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
+		}
+	}
+	s.metrics = newMetrics(s.registry)
+	if err := s.routes(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+func (s *Server) routes() error {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(s.cfg.TrustedProxiesList()); err != nil {
+		return fmt.Errorf("server: trusted proxies: %w", err)
+	}
+	e.Use(s.recover, s.requestID, s.metrics.observe, s.accessLog)
+	e.NoRoute(func(c *gin.Context) {
+		abort(c, newError(http.StatusNotFound, "not_found", "No such page or endpoint."))
+	})
+	e.HandleMethodNotAllowed = false
+
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+
+	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
+	api.POST("/session", s.createSession)
+	api.GET("/sales", s.listSales)
+	api.GET("/sales/:id", s.getSale)
+	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
+
+	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
+	admin.POST("/login", s.login)
+	admin.POST("/logout", s.logout)
+	authed := admin.Group("", s.requireAdmin)
+	authed.POST("/sales", s.createSale)
+	authed.GET("/sales", s.adminListSales)
+	authed.GET("/sales/:id", s.adminGetSale)
+	authed.PATCH("/sales/:id", s.updateSale)
+	authed.POST("/sales/:id/restock", s.restock)
+	authed.POST("/sales/:id/pause", s.setStatus("pause"))
+	authed.POST("/sales/:id/resume", s.setStatus("resume"))
+	authed.POST("/sales/:id/end", s.setStatus("end"))
+
+	s.engine = e
+	return nil
+}
+
+// Run serves HTTP on ln until ctx is cancelled, then stops accepting,
+// drains in-flight requests within the shutdown timeout and returns.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.background(bg)
+	}()
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	slog.Info("http server listening", "addr", ln.Addr().String())
+
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	stopBG()
+	<-done
+	// Counts gathered since the last tick still belong on the dashboard.
+	fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if ferr := s.outcomes.flush(fctx); ferr != nil {
+		slog.Warn("final outcome flush failed", "err", ferr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// background runs the server's periodic chores until ctx ends.
+func (s *Server) background(ctx context.Context) {
+	flush := time.NewTicker(time.Second)
+	defer flush.Stop()
+	evict := time.NewTicker(30 * time.Second)
+	defer evict.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			if err := s.outcomes.flush(ctx); err != nil && ctx.Err() == nil {
+				slog.Warn("outcome flush failed", "err", err)
+			}
+		case now := <-evict.C:
+			s.limits.evict(now)
+			s.logins.evict(now.Add(-time.Hour))
+			if s.limits.user != nil {
+				s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
+			}
+			if s.limits.perIP != nil {
+				s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
+			}
+		}
+	}
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	failing := map[string]string{}
+	for name, check := range s.ready {
+		if err := check(ctx); err != nil {
+			failing[name] = err.Error()
+		}
+	}
+	if len(failing) > 0 {
+		c.JSON(http.StatusServiceUnavailable, gin.H{
+			"status":  "unavailable",
+			"error":   gin.H{"code": "unavailable", "message": "Some backing services do not answer."},
+			"failing": failing,
+		})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// recover turns a panic into a 500 and a log line, never a dropped connection.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			abort(c, fmt.Errorf("panic: %v", r))
+		}
+	}()
+	c.Next()
+}
+
+var (
+	idPrefix  = newIDPrefix()
+	idCounter atomic.Uint64
+)
+
+func newIDPrefix() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)
+}
+
+// requestID tags the request with an id, taken from a well-formed
+// X-Request-ID header or made up, and echoes it in the response.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if len(id) == 0 || len(id) > 64 || !isToken(id) {
+		id = idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36)
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+const ctxRequestID = "request_id"
+
+func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// accessLog logs each request at debug level; errors are logged where they
+// happen. At flash-sale rates an info line per request would cost more than
+// the request.
+func (s *Server) accessLog(c *gin.Context) {
+	if !slog.Default().Enabled(c.Request.Context(), slog.LevelDebug) {
+		c.Next()
+		return
+	}
+	start := time.Now()
+	c.Next()
+	slog.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(),
+		"duration", time.Since(start), "request_id", requestID(c), "ip", c.ClientIP())
+}
+
+// sameOrigin refuses state-changing requests that a browser sent from
+// another site (CSRF); requests from scripts carry no browser headers and
+// authenticate with bearer tokens.
+func (s *Server) sameOrigin(c *gin.Context) {
+	if err := s.csrf.Check(c.Request); err != nil {
+		abort(c, newError(http.StatusForbidden, "forbidden", "Cross-site request refused."))
+		return
+	}
+	c.Next()
+}
+
+// limitBody caps the request body; reading past the cap fails with a
+// *http.MaxBytesError that decode turns into a 413.
+func (s *Server) limitBody(n int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > n {
+			abort(c, bodyTooLarge(n))
+			return
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		c.Next()
+	}
+}
+
+func bodyTooLarge(n int64) *Error {
+	return newError(http.StatusRequestEntityTooLarge, "body_too_large", "Request body is larger than %d bytes.", n)
+}
+
+// saleID parses the :id path parameter.
+func saleID(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, invalid("Sale id must be a positive integer.")
+	}
+	return id, nil
+}

@@ -1,0 +1,264 @@
+// Package servertest gives each test its own slice of the real local
+// services: a Redis key prefix, a fresh MySQL database with the schema, and
+// RabbitMQ names, all removed when the test ends, so the suite can run twice
+// in a row on the same services. A service that cannot be reached fails the
+// test with how to start it.
+package servertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
+)
+
+// JWTSecret signs the session tokens of test servers.
+const JWTSecret = "servertest-secret-servertest-secret"
+
+// AdminToken is the admin bearer token of test servers.
+const AdminToken = "servertest-admin-token"
+
+// AdminPassword is the admin password of test servers.
+const AdminPassword = "servertest-password"
+
+// How to start each service, for failure messages.
+const (
+	startRedis    = `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
+	startMySQL    = `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`
+	startRabbitMQ = `rabbitmq-server -detached`
+)
+
+// Env is one test's isolated view of the services.
+type Env struct {
+	Config    configs.Config
+	Redis     *redis.Client
+	Keys      inventory.Keys
+	Inventory *inventory.Store
+	DB        *sqlx.DB
+	Ledger    *orders.Store
+}
+
+// Config returns a configuration with names of its own (Redis prefix,
+// MySQL database, RabbitMQ prefix), every limiter off, and the given
+// SECKILL_* overrides ("KEY=value") applied last.
+func Config(t testing.TB, overrides ...string) configs.Config {
+	t.Helper()
+	id := Unique()
+	environ := append(os.Environ(),
+		"SECKILL_REDIS_PREFIX=t"+id,
+		"SECKILL_AMQP_PREFIX=t"+id,
+		"SECKILL_MYSQL_DSN="+databaseDSN(t, "seckill_t"+id),
+		"SECKILL_JWT_SECRET="+JWTSecret,
+		"SECKILL_ADMIN_TOKEN="+AdminToken,
+		"SECKILL_ADMIN_PASSWORD="+AdminPassword,
+		"SECKILL_RATE_GLOBAL=0", "SECKILL_RATE_PER_USER=0", "SECKILL_RATE_PER_IP=0",
+		"SECKILL_HTTP_ADDR=127.0.0.1:0",
+	)
+	cfg, err := configs.Load(append(environ, overrides...))
+	if err != nil {
+		t.Fatalf("servertest: config: %v", err)
+	}
+	return cfg
+}
+
+// Unique returns a short random name part.
+func Unique() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// databaseDSN is the configured (or default) DSN with another database.
+func databaseDSN(t testing.TB, db string) string {
+	dsn := os.Getenv("SECKILL_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/seckill?parseTime=true"
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("servertest: SECKILL_MYSQL_DSN: %v", err)
+	}
+	c.DBName = db
+	return c.FormatDSN()
+}
+
+// New returns an Env with Redis and a migrated MySQL database of its own.
+func New(t testing.TB, overrides ...string) *Env {
+	t.Helper()
+	cfg := Config(t, overrides...)
+	e := &Env{Config: cfg}
+	e.Redis = Redis(t, cfg)
+	e.Keys = inventory.NewKeys(cfg.RedisPrefix)
+	e.Inventory = inventory.New(e.Redis, e.Keys)
+	e.DB = MySQL(t, cfg)
+	e.Ledger = orders.NewStore(e.DB)
+	return e
+}
+
+// Redis connects to the configured Redis and deletes the keys under the
+// config's prefix when the test ends.
+func Redis(t testing.TB, cfg configs.Config) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: 200})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		t.Fatalf("servertest: Redis at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", cfg.RedisAddr, err, startRedis)
+	}
+	t.Cleanup(func() {
+		DeleteKeys(t, rdb, cfg.RedisPrefix+":*")
+		rdb.Close()
+	})
+	return rdb
+}
+
+// DeleteKeys removes every key matching pattern.
+func DeleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+	if err := iter.Err(); err != nil {
+		t.Logf("servertest: deleting %s: %v", pattern, err)
+	}
+}
+
+// MySQL creates the config's database with the schema and drops it when the
+// test ends.
+func MySQL(t testing.TB, cfg configs.Config) *sqlx.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := orders.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		t.Fatalf("servertest: MySQL does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", err, startMySQL)
+	}
+	if _, err := orders.Migrate(ctx, db); err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	name := mustDBName(t, cfg.MySQLDSN)
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
+			t.Logf("servertest: drop database %s: %v", name, err)
+		}
+		db.Close()
+	})
+	return db
+}
+
+func mustDBName(t testing.TB, dsn string) string {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil || c.DBName == "" || !strings.HasPrefix(c.DBName, "seckill_t") {
+		t.Fatalf("servertest: refusing to manage database of DSN %q", dsn)
+	}
+	return c.DBName
+}
+
+// RabbitMQHint is the failure message for an unreachable broker.
+func RabbitMQHint(url string, err error) string {
+	return fmt.Sprintf("servertest: RabbitMQ at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", redactURL(url), err, startRabbitMQ)
+}
+
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		if i := strings.Index(u, "://"); i >= 0 && i < at {
+			return u[:i+3] + "…" + u[at:]
+		}
+	}
+	return u
+}
+
+// Server builds a server on the env with the given Reserver (nil: the
+// inventory, one Lua call per request).
+func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
+	t.Helper()
+	srv, err := server.New(e.Config, server.Deps{
+		Redis: e.Redis, Inventory: e.Inventory, Reserver: reserver, Ledger: e.Ledger,
+		Registry: prometheus.NewRegistry(),
+		Ready: map[string]func(context.Context) error{
+			"redis": func(ctx context.Context) error { return e.Redis.Ping(ctx).Err() },
+			"mysql": e.DB.PingContext,
+		},
+	})
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	return srv
+}
+
+// HTTP serves h on a loopback port until the test ends.
+func HTTP(t testing.TB, h http.Handler) *httptest.Server {
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// SaleSpec describes a sale for MustSale; zero fields get defaults
+// (100 units, limit 1, started a minute ago, ending in an hour).
+type SaleSpec struct {
+	Total, Limit, PriceCents int64
+	Start, End               time.Time
+}
+
+// MustSale creates a sale through srv, as the admin API does.
+func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
+	t.Helper()
+	now := time.Now()
+	if spec.Total == 0 {
+		spec.Total = 100
+	}
+	if spec.Limit == 0 {
+		spec.Limit = 1
+	}
+	if spec.Start.IsZero() {
+		spec.Start = now.Add(-time.Minute)
+	}
+	if spec.End.IsZero() {
+		spec.End = now.Add(time.Hour)
+	}
+	sl, err := srv.CreateSale(context.Background(), orders.Sale{
+		Name: "Test sale", Item: "Test item", PriceCents: spec.PriceCents, Total: spec.Total,
+		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
+		EndsAt: spec.End.UTC().Truncate(time.Millisecond),
+	})
+	if err != nil {
+		t.Fatalf("servertest: create sale: %v", err)
+	}
+	return sl
+}
+
+// Token mints a session token for user.
+func Token(t testing.TB, user string) string {
+	t.Helper()
+	tok, _, err := server.MintToken([]byte(JWTSecret), user, user, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
