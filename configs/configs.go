@@ -65,10 +65,13 @@ type Config struct {
 	BatchEnabled bool `koanf:"batch_enabled"`
 	BatchMax     int  `koanf:"batch_max"`
 
-	RelayBatch     int           `koanf:"relay_batch"`
-	WorkerBatch    int           `koanf:"worker_batch"`
-	WorkerFlush    time.Duration `koanf:"worker_flush"`
-	WorkerPrefetch int           `koanf:"worker_prefetch"`
+	RelayBatch        int           `koanf:"relay_batch"`
+	RelayClaimIdle    time.Duration `koanf:"relay_claim_idle"`
+	WorkerBatch       int           `koanf:"worker_batch"`
+	WorkerFlush       time.Duration `koanf:"worker_flush"`
+	WorkerPrefetch    int           `koanf:"worker_prefetch"`
+	MaxDeliveries     int           `koanf:"max_deliveries"`
+	WorkerMetricsAddr string        `koanf:"worker_metrics_addr"`
 
 	WSPoll time.Duration `koanf:"ws_poll"`
 
@@ -219,6 +222,17 @@ func (c *Config) complete() error {
 	}
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
 		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")
+	}
+	if c.RelayClaimIdle < 100*time.Millisecond {
+		bad("relay_claim_idle", "must be at least 100ms")
+	}
+	if c.MaxDeliveries < 1 {
+		bad("max_deliveries", "must be at least 1")
+	}
+	if c.WorkerMetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.WorkerMetricsAddr); err != nil {
+			bad("worker_metrics_addr", "not a host:port: %q", c.WorkerMetricsAddr)
+		}
 	}
 	if c.WorkerFlush <= 0 || c.WSPoll <= 0 || c.ShutdownTimeout <= 0 {
 		bad("worker_flush", "worker_flush, ws_poll and shutdown_timeout must be positive")

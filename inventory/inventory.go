@@ -283,12 +283,7 @@ func (s *Store) Stocks(ctx context.Context, sales []int64) (map[int64]Stock, err
 		if v[0] == nil {
 			continue
 		}
-		out[sales[i]] = Stock{
-			Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]),
-			PriceCents: toInt(v[4]),
-			Start:      time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
-			Status: fmt.Sprint(v[7]),
-		}
+		out[sales[i]] = stockOf(v)
 	}
 	return out, nil
 }
@@ -327,14 +322,8 @@ func (s *Store) Accepted(ctx context.Context, sale int64, orderID string) (o Acc
 	if err != nil {
 		return o, false, fmt.Errorf("inventory: order %s: %w", orderID, err)
 	}
-	parts := strings.Split(v, "|")
-	if len(parts) != 4 {
-		return o, false, fmt.Errorf("inventory: order %s: bad record %q", orderID, v)
-	}
-	return AcceptedOrder{
-		OrderID: orderID, SaleID: sale, UserID: parts[0], Qty: toInt(parts[1]),
-		RequestID: parts[2], At: time.UnixMilli(toInt(parts[3])),
-	}, true, nil
+	o, err = parseAccepted(sale, orderID, v)
+	return o, err == nil, err
 }
 
 // toInt reads an integer reply that Redis may give as a number or a string.
@@ -347,4 +336,117 @@ func toInt(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// Snapshot is everything Redis holds about a sale's sold units, read in one
+// MULTI/EXEC so the parts agree with each other.
+type Snapshot struct {
+	Present  bool
+	Stock    Stock
+	Buyers   map[string]int64
+	Accepted map[string]AcceptedOrder
+	Released map[string]bool
+	// Outbox is the number of events not yet confirmed by the broker.
+	Outbox int64
+	At     time.Time
+}
+
+// Snapshot reads a sale's state atomically. It is O(orders): for the
+// reconciler, not for the request path.
+func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
+	var (
+		stock    *redis.SliceCmd
+		buyers   *redis.MapStringStringCmd
+		accepted *redis.MapStringStringCmd
+		released *redis.StringSliceCmd
+		outbox   *redis.IntCmd
+		now      *redis.TimeCmd
+	)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		stock = p.HMGet(ctx, s.keys.Stock(sale), stockFields...)
+		buyers = p.HGetAll(ctx, s.keys.Buyers(sale))
+		accepted = p.HGetAll(ctx, s.keys.Orders(sale))
+		released = p.SMembers(ctx, s.keys.Released(sale))
+		outbox = p.XLen(ctx, s.keys.Outbox(sale))
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("inventory: snapshot of sale %d: %w", sale, err)
+	}
+	snap := Snapshot{
+		Buyers: map[string]int64{}, Accepted: map[string]AcceptedOrder{}, Released: map[string]bool{},
+		Outbox: outbox.Val(), At: now.Val(),
+	}
+	if v := stock.Val(); v[0] != nil {
+		snap.Present = true
+		snap.Stock = stockOf(v)
+	}
+	for u, n := range buyers.Val() {
+		snap.Buyers[u] = toInt(n)
+	}
+	for id, rec := range accepted.Val() {
+		o, err := parseAccepted(sale, id, rec)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		snap.Accepted[id] = o
+	}
+	for _, id := range released.Val() {
+		snap.Released[id] = true
+	}
+	return snap, nil
+}
+
+// Rebuild replaces a sale's per-order state in Redis with the ledger's:
+// units per user, accepted orders (and their request ids, so retries still
+// find them), released orders; then the stock hash itself, with its
+// counters reset from sale. Callers make sure no buys run meanwhile (the
+// sale is paused or its stock hash is gone).
+func (s *Store) Rebuild(ctx context.Context, sale Sale, orders []AcceptedOrder, cancelled map[string]bool) error {
+	keys := []string{s.keys.Buyers(sale.ID), s.keys.Reqs(sale.ID), s.keys.Orders(sale.ID), s.keys.Released(sale.ID)}
+	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
+	}
+	const chunk = 1000
+	for start := 0; start < len(orders); start += chunk {
+		part := orders[start:min(start+chunk, len(orders))]
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, o := range part {
+				p.HSet(ctx, s.keys.Orders(sale.ID), o.OrderID, fmt.Sprintf("%s|%d|%s|%d", o.UserID, o.Qty, o.RequestID, o.At.UnixMilli()))
+				p.HSet(ctx, s.keys.Reqs(sale.ID), o.UserID+"|"+o.RequestID, fmt.Sprintf("ok|%s|%d|0", o.OrderID, o.Qty))
+				if cancelled[o.OrderID] {
+					p.SAdd(ctx, s.keys.Released(sale.ID), o.OrderID)
+				} else {
+					p.HIncrBy(ctx, s.keys.Buyers(sale.ID), o.UserID, o.Qty)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
+		}
+	}
+	_, err := s.Warm(ctx, sale, true)
+	return err
+}
+
+func stockOf(v []any) Stock {
+	return Stock{
+		Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]),
+		PriceCents: toInt(v[4]),
+		Start:      time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
+		Status: fmt.Sprint(v[7]),
+	}
+}
+
+func parseAccepted(sale int64, orderID, rec string) (AcceptedOrder, error) {
+	parts := strings.Split(rec, "|")
+	if len(parts) != 4 {
+		return AcceptedOrder{}, fmt.Errorf("inventory: order %s: bad record %q", orderID, rec)
+	}
+	return AcceptedOrder{
+		OrderID: orderID, SaleID: sale, UserID: parts[0], Qty: toInt(parts[1]),
+		RequestID: parts[2], At: time.UnixMilli(toInt(parts[3])),
+	}, nil
 }

@@ -470,4 +470,3 @@ func BenchmarkReserve(b *testing.B) {
 		})
 	}
 }
-

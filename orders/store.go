@@ -175,6 +175,17 @@ func (s *Store) Sales(ctx context.Context, endedAfter time.Time, limit int) ([]S
 	return sales, nil
 }
 
+const selectSaleIDs = `SELECT id FROM sales WHERE ends_at > ? ORDER BY id`
+
+// SaleIDs lists the ids of sales that end after endedAfter.
+func (s *Store) SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error) {
+	var ids []int64
+	if err := sqlx.SelectContext(ctx, s.exec, &ids, selectSaleIDs, endedAfter.UTC()); err != nil {
+		return nil, fmt.Errorf("orders: list sale ids: %w", err)
+	}
+	return ids, nil
+}
+
 const updateSale = `
 UPDATE sales SET name = ?, item = ?, price_cents = ?, per_user_limit = ?, starts_at = ?, ends_at = ?, updated_at = ?
 WHERE id = ?`
@@ -353,6 +364,17 @@ func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (Order, er
 		return nil
 	})
 	return o, err
+}
+
+const selectSaleOrders = `SELECT ` + orderColumns + ` FROM orders WHERE sale_id = ?`
+
+// SaleOrders returns every order of a sale (for reconciling; O(orders)).
+func (s *Store) SaleOrders(ctx context.Context, sale int64) ([]Order, error) {
+	os := []Order{}
+	if err := sqlx.SelectContext(ctx, s.exec, &os, selectSaleOrders, sale); err != nil {
+		return nil, fmt.Errorf("orders: orders of sale %d: %w", sale, err)
+	}
+	return os, nil
 }
 
 // Ledger sums what MySQL holds about one sale.

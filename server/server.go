@@ -115,8 +115,8 @@ func (s *Server) routes() error {
 	})
 	e.HandleMethodNotAllowed = false
 
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	e.GET("/readyz", s.readyz)
+	e.GET("/healthz", healthz)
+	e.GET("/readyz", readyz(s.ready))
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 
 	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
@@ -124,6 +124,9 @@ func (s *Server) routes() error {
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
+	api.GET("/orders", s.requireUser, s.listOrders)
+	api.GET("/orders/:id", s.requireUser, s.getOrder)
+	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)
 
 	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
 	admin.POST("/login", s.login)
@@ -137,6 +140,7 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/pause", s.setStatus("pause"))
 	authed.POST("/sales/:id/resume", s.setStatus("resume"))
 	authed.POST("/sales/:id/end", s.setStatus("end"))
+	authed.GET("/sales/:id/stats", s.saleStats)
 
 	s.engine = e
 	return nil
@@ -211,24 +215,41 @@ func (s *Server) background(ctx context.Context) {
 	}
 }
 
-func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	failing := map[string]string{}
-	for name, check := range s.ready {
-		if err := check(ctx); err != nil {
-			failing[name] = err.Error()
+// readyz answers 200 when every check passes, else 503 naming the failing
+// services.
+func readyz(checks map[string]func(context.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		failing := map[string]string{}
+		for name, check := range checks {
+			if err := check(ctx); err != nil {
+				failing[name] = err.Error()
+			}
 		}
+		if len(failing) > 0 {
+			c.JSON(http.StatusServiceUnavailable, gin.H{
+				"status":  "unavailable",
+				"error":   gin.H{"code": "unavailable", "message": "Some backing services do not answer."},
+				"failing": failing,
+			})
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
 	}
-	if len(failing) > 0 {
-		c.JSON(http.StatusServiceUnavailable, gin.H{
-			"status":  "unavailable",
-			"error":   gin.H{"code": "unavailable", "message": "Some backing services do not answer."},
-			"failing": failing,
-		})
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+func healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+
+// OpsHandler serves /healthz, /readyz and /metrics, for processes without
+// the HTTP API (seckill worker).
+func OpsHandler(reg *prometheus.Registry, ready map[string]func(context.Context) error) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.GET("/healthz", healthz)
+	e.GET("/readyz", readyz(ready))
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	return e
 }
 
 // recover turns a panic into a 500 and a log line, never a dropped connection.

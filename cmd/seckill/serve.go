@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -17,6 +18,7 @@ import (
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/worker"
 )
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {
@@ -26,14 +28,14 @@ func runAll(ctx context.Context, cfg configs.Config, args []string) error {
 	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
-	return serve(ctx, cfg)
+	return serve(ctx, cfg, true)
 }
 
 func runServe(ctx context.Context, cfg configs.Config, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments", errUsage)
 	}
-	return serve(ctx, cfg)
+	return serve(ctx, cfg, false)
 }
 
 func runMigrate(ctx context.Context, cfg configs.Config, args []string) error {
@@ -60,50 +62,93 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 	return nil
 }
 
-func notImplemented(name string) func(context.Context, configs.Config, []string) error {
-	return func(context.Context, configs.Config, []string) error {
-		return fmt.Errorf("%s: not implemented yet", name)
+// system holds the connections and shared parts a command runs on.
+type system struct {
+	cfg      configs.Config
+	rdb      *redis.Client
+	db       *sqlx.DB
+	inv      *inventory.Store
+	ledger   *orders.Store
+	broker   *worker.Broker
+	registry *prometheus.Registry
+	metrics  *worker.Metrics
+}
+
+// open connects to Redis and MySQL and prepares the broker (which connects
+// on first use and reconnects by itself).
+func open(ctx context.Context, cfg configs.Config) (*system, error) {
+	rdb, err := openRedis(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openMySQL(ctx, cfg)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &system{
+		cfg: cfg, rdb: rdb, db: db, registry: registry,
+		inv:     inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix)),
+		ledger:  orders.NewStore(db),
+		broker:  worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries),
+		metrics: worker.NewMetrics(registry),
+	}, nil
+}
+
+func (s *system) close() {
+	if err := s.broker.Close(); err != nil {
+		slog.Warn("closing rabbitmq connection", "err", err)
+	}
+	s.db.Close()
+	s.rdb.Close()
+}
+
+// ready are the readiness checks of the services.
+func (s *system) ready() map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{
+		"redis":    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		"mysql":    s.db.PingContext,
+		"rabbitmq": s.broker.Ping,
 	}
 }
 
-var (
-	runWorker    = notImplemented("worker")
-	runLoadtest  = notImplemented("loadtest")
-	runReconcile = notImplemented("reconcile")
-	runBench     = notImplemented("bench")
-)
+func (s *system) relay() *worker.Relay {
+	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.broker, s.metrics, worker.RelayConfig{
+		Batch: s.cfg.RelayBatch, ClaimIdle: s.cfg.RelayClaimIdle,
+		Lookback: s.cfg.PaymentWindow + s.cfg.SaleRetention,
+	})
+}
 
-// serve runs the HTTP server until ctx is cancelled.
-func serve(ctx context.Context, cfg configs.Config) error {
+func (s *system) worker() *worker.Worker {
+	return worker.New(s.broker, s.ledger, s.inv, s.metrics, worker.Config{
+		Batch: s.cfg.WorkerBatch, Flush: s.cfg.WorkerFlush, Prefetch: s.cfg.WorkerPrefetch, Window: s.cfg.PaymentWindow,
+	})
+}
+
+// serve runs the HTTP server and the outbox relay (and, for `all`, the
+// worker) until ctx is cancelled, then shuts them down in order: stop
+// taking requests and drain them, flush the relay, let the worker finish
+// its batch, close connections.
+func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
 	slog.Info("starting", "config", cfg)
 	if cfg.GeneratedAdminPassword {
 		// Development only: production requires SECKILL_ADMIN_PASSWORD.
 		fmt.Printf("\n  admin password (development default, set SECKILL_ADMIN_PASSWORD to choose one): %s\n\n", cfg.AdminPassword)
 	}
-
-	rdb, err := openRedis(ctx, cfg)
+	sys, err := open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	db, err := openMySQL(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer sys.close()
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	inv := inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix))
 	srv, err := server.New(cfg, server.Deps{
-		Redis:     rdb,
-		Inventory: inv,
-		Ledger:    orders.NewStore(db),
-		Registry:  registry,
-		Ready: map[string]func(context.Context) error{
-			"redis": func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-			"mysql": db.PingContext,
-		},
+		Redis:     sys.rdb,
+		Inventory: sys.inv,
+		Ledger:    sys.ledger,
+		Registry:  sys.registry,
+		Ready:     sys.ready(),
 	})
 	if err != nil {
 		return err
@@ -112,7 +157,74 @@ func serve(ctx context.Context, cfg configs.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
-	return srv.Run(ctx, ln)
+
+	background := context.WithoutCancel(ctx)
+	stopRelay := start(background, "relay", sys.relay().Run)
+	stopWorker := func() {}
+	if withWorker {
+		stopWorker = start(background, "worker", sys.worker().Run)
+	}
+	err = srv.Run(ctx, ln)
+	slog.Info("http server stopped; flushing the relay")
+	stopRelay()
+	slog.Info("relay stopped; stopping the worker")
+	stopWorker()
+	slog.Info("stopped")
+	return err
+}
+
+// start runs fn in the background and returns a function that cancels it
+// and waits for it to return.
+func start(ctx context.Context, name string, fn func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			slog.Error(name+" stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: worker takes no arguments", errUsage)
+	}
+	slog.Info("starting worker", "config", cfg)
+	sys, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sys.close()
+	if cfg.WorkerMetricsAddr != "" {
+		stop, err := serveOps(ctx, cfg.WorkerMetricsAddr, sys)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	return sys.worker().Run(ctx)
+}
+
+// serveOps serves /metrics, /healthz and /readyz for a process without the
+// HTTP API.
+func serveOps(ctx context.Context, addr string, sys *system) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (SECKILL_WORKER_METRICS_ADDR): %w", addr, err)
+	}
+	srv := &http.Server{Handler: server.OpsHandler(sys.registry, sys.ready()), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	slog.Info("worker metrics listening", "addr", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}, nil
 }
 
 // openRedis connects to Redis and checks that it answers.
@@ -135,7 +247,7 @@ func openMySQL(ctx context.Context, cfg configs.Config) (*sqlx.DB, error) {
 	defer cancel()
 	db, err := orders.Open(octx, cfg.MySQLDSN)
 	if err != nil {
-		return nil, fmt.Errorf("mysql (SECKILL_MYSQL_DSN): %w", errors.Unwrap(err))
+		return nil, fmt.Errorf("mysql (SECKILL_MYSQL_DSN): %w", err)
 	}
 	return db, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/worker"
 )
 
 // JWTSecret signs the session tokens of test servers.
@@ -192,6 +193,32 @@ func redactURL(u string) string {
 		}
 	}
 	return u
+}
+
+// Broker returns a broker for the config's queue names, checks that
+// RabbitMQ answers, and deletes the names' queues and exchanges when the
+// test ends.
+func Broker(t testing.TB, cfg configs.Config) *worker.Broker {
+	t.Helper()
+	b := NewBroker(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Ping(ctx); err != nil {
+		t.Fatal(RabbitMQHint(cfg.AMQPURL, err))
+	}
+	t.Cleanup(func() {
+		if err := b.DeleteAll(); err != nil {
+			t.Logf("servertest: deleting queues: %v", err)
+		}
+		b.Close()
+	})
+	return b
+}
+
+// NewBroker returns a broker for the config, without checks or cleanup
+// (for a second connection, say through a fault-injecting proxy).
+func NewBroker(cfg configs.Config) *worker.Broker {
+	return worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries)
 }
 
 // Server builds a server on the env with the given Reserver (nil: the

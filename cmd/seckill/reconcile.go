@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/worker"
+)
+
+// errDrift makes reconcile exit non-zero.
+var errDrift = errors.New("redis and the ledger disagree")
+
+func runReconcile(ctx context.Context, cfg configs.Config, args []string) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	sale := fs.Int64("sale", 0, "reconcile this sale only (default: every sale whose Redis keys should exist)")
+	repair := fs.Bool("repair", false, "rebuild Redis from the MySQL ledger (pauses a live sale while it drains)")
+	wait := fs.Duration("wait", 0, "wait up to this long for orders in flight to reach the ledger")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: seckill reconcile [--sale N] [--repair] [--wait D]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	sys, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sys.close()
+	keep := cfg.PaymentWindow + cfg.SaleRetention
+	rc := worker.NewReconciler(sys.inv, sys.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) })
+	ids := []int64{*sale}
+	if *sale == 0 {
+		if ids, err = sys.ledger.SaleIDs(ctx, time.Now().Add(-keep)); err != nil {
+			return err
+		}
+	}
+	return reconcile(ctx, os.Stdout, rc, ids, *repair, *wait)
+}
+
+// reconcile checks (and with repair, rebuilds) each sale and prints a table.
+func reconcile(ctx context.Context, out io.Writer, rc *worker.Reconciler, ids []int64, repair bool, wait time.Duration) error {
+	var reports []worker.Report
+	for _, id := range ids {
+		if repair {
+			if err := rc.Repair(ctx, id, wait); err != nil {
+				return fmt.Errorf("repair sale %d: %w", id, err)
+			}
+			fmt.Fprintf(out, "sale %d: rebuilt Redis from the ledger\n", id)
+		}
+		rep, err := rc.Wait(ctx, id, wait)
+		if err != nil {
+			return fmt.Errorf("sale %d: %w", id, err)
+		}
+		reports = append(reports, rep)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sale\tredis total\tavailable\tsold\tledger total\tavailable\tsold\tin flight\tunreleased\toutbox\tverdict\t")
+	drifted := 0
+	for _, r := range reports {
+		verdict := "ok"
+		if len(r.Drift) > 0 {
+			verdict = "DRIFT"
+			drifted++
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.SaleID, r.RedisTotal, r.RedisAvailable, r.RedisSold,
+			r.LedgerTotal, r.LedgerAvailable, r.LedgerSold, r.InFlight, r.Unreleased, r.Outbox, verdict)
+	}
+	tw.Flush()
+	for _, r := range reports {
+		for _, d := range r.Drift {
+			fmt.Fprintf(out, "sale %d: %s\n", r.SaleID, d)
+		}
+	}
+	if drifted > 0 {
+		return fmt.Errorf("%w in %d of %d sales", errDrift, drifted, len(reports))
+	}
+	fmt.Fprintf(out, "%d sales reconciled\n", len(reports))
+	return nil
+}

@@ -1,0 +1,245 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/worker"
+)
+
+// pipeline is a server, a relay and a worker on a test's own slice of the
+// services.
+type pipeline struct {
+	*servertest.Env
+	srv     *server.Server
+	broker  *worker.Broker
+	metrics *worker.Metrics
+}
+
+func newPipeline(t *testing.T, overrides ...string) *pipeline {
+	t.Helper()
+	env := servertest.New(t, append([]string{"SECKILL_RELAY_CLAIM_IDLE=500ms"}, overrides...)...)
+	return &pipeline{
+		Env:     env,
+		srv:     env.Server(t, nil),
+		broker:  servertest.Broker(t, env.Config),
+		metrics: worker.NewMetrics(prometheus.NewRegistry()),
+	}
+}
+
+// run starts fn until the returned stop is called (or the test ends).
+func run(t *testing.T, fn func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("stopped: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func (p *pipeline) relay(b *worker.Broker) *worker.Relay {
+	return worker.NewRelay(p.Redis, p.Keys, p.Ledger, b, p.metrics, worker.RelayConfig{
+		Batch: p.Config.RelayBatch, ClaimIdle: p.Config.RelayClaimIdle, Lookback: time.Hour, Poll: 100 * time.Millisecond,
+	})
+}
+
+func (p *pipeline) worker(b *worker.Broker, ledger *orders.Store) *worker.Worker {
+	return worker.New(b, ledger, p.Inventory, p.metrics, worker.Config{
+		Batch: p.Config.WorkerBatch, Flush: p.Config.WorkerFlush, Prefetch: p.Config.WorkerPrefetch,
+		Window: p.Config.PaymentWindow,
+	})
+}
+
+// startAll runs a relay and a worker on the pipeline's own broker.
+func (p *pipeline) startAll(t *testing.T) {
+	run(t, p.relay(p.broker).Run)
+	run(t, p.worker(p.broker, p.Ledger).Run)
+}
+
+// bought is an accepted buy as its 200 answer told it.
+type bought struct {
+	OrderID string
+	User    string
+	Qty     int64
+}
+
+// buy sends n buys from n users (qty 1 or 2, within the limit) through the HTTP handler,
+// concurrency at a time, and returns the accepted ones.
+func (p *pipeline) buy(t *testing.T, sale orders.Sale, n, concurrency int, tag string) []bought {
+	t.Helper()
+	h := p.srv.Handler()
+	var (
+		mu  sync.Mutex
+		out []bought
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, concurrency)
+	)
+	for i := range n {
+		user := fmt.Sprintf("%s-user-%d", tag, i)
+		qty := min(int64(1+i%2), sale.PerUserLimit)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			status, body := buyOnce(t, h, sale.ID, user, qty, fmt.Sprintf("%s-req-%06d", tag, i))
+			if status == http.StatusOK {
+				mu.Lock()
+				out = append(out, bought{OrderID: body, User: user, Qty: qty})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// buyOnce sends one buy; for a 200 it returns the order id.
+func buyOnce(t testing.TB, h http.Handler, sale int64, user string, qty int64, rid string) (int, string) {
+	body := fmt.Sprintf(`{"qty":%d,"request_id":%q}`, qty, rid)
+	req := httptest.NewRequest("POST", fmt.Sprintf("/api/sales/%d/buy", sale), strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+servertest.Token(t, user))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return rec.Code, rec.Body.String()
+	}
+	var id string
+	if _, err := fmt.Sscanf(rec.Body.String(), `{"order_id":%q`, &id); err != nil {
+		t.Fatalf("buy answer %q: %v", rec.Body.String(), err)
+	}
+	return rec.Code, id
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPersisted waits until MySQL holds n orders for the sale.
+func (p *pipeline) waitPersisted(t *testing.T, sale int64, n int, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, fmt.Sprintf("%d orders of sale %d in MySQL", n, sale), func() (bool, string) {
+		var got int
+		if err := p.DB.Get(&got, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale); err != nil {
+			return false, err.Error()
+		}
+		return got >= n, fmt.Sprintf("%d orders", got)
+	})
+}
+
+// checkLedger asserts that MySQL holds exactly the accepted orders, each
+// once, with its sale movement, quantities and amounts matching.
+func (p *pipeline) checkLedger(t *testing.T, sale orders.Sale, accepted []bought) {
+	t.Helper()
+	os, err := p.Ledger.SaleOrders(context.Background(), sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bought{}
+	for _, b := range accepted {
+		want[b.OrderID] = b
+	}
+	if len(os) != len(want) {
+		t.Errorf("MySQL holds %d orders, %d were accepted", len(os), len(want))
+	}
+	for _, o := range os {
+		b, ok := want[o.ID]
+		if !ok {
+			t.Errorf("order %s in MySQL was never accepted", o.ID)
+			continue
+		}
+		if o.UserID != b.User || o.Qty != b.Qty || o.AmountCents != b.Qty*sale.PriceCents || o.UnitPriceCents != sale.PriceCents {
+			t.Errorf("order %s = %+v, accepted %+v at %d cents", o.ID, o, b, sale.PriceCents)
+		}
+	}
+	var moves []struct {
+		OrderID string `db:"order_id"`
+		Delta   int64  `db:"delta"`
+	}
+	if err := p.DB.Select(&moves, "SELECT order_id, delta FROM stock_movements WHERE sale_id = ? AND reason = 'sale'", sale.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != len(want) {
+		t.Errorf("%d sale movements for %d orders", len(moves), len(want))
+	}
+	for _, m := range moves {
+		if b, ok := want[m.OrderID]; !ok || m.Delta != -b.Qty {
+			t.Errorf("movement %+v does not match order %+v", m, b)
+		}
+	}
+}
+
+// reconciler checks Redis against MySQL.
+func (p *pipeline) reconciler() *worker.Reconciler {
+	keep := p.Config.PaymentWindow + p.Config.SaleRetention
+	return worker.NewReconciler(p.Inventory, p.Ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) })
+}
+
+// checkReconciles waits for the pipeline to settle and requires no drift.
+func (p *pipeline) checkReconciles(t *testing.T, sale int64) {
+	t.Helper()
+	rep, err := p.reconciler().Wait(context.Background(), sale, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Drift) > 0 || !rep.Settled() {
+		t.Errorf("sale %d does not reconcile: %+v", sale, rep)
+	}
+}
+
+// proxy is an in-process toxiproxy in front of upstream, for cutting a
+// service off and bringing it back.
+func proxy(t *testing.T, name, upstream string) *toxiproxy.Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// viaProxy rewrites a host:port inside s to go through p.
+func viaProxy(s, hostport string, p *toxiproxy.Proxy) string {
+	return strings.Replace(s, hostport, p.Listen, 1)
+}
+
+func mysqlAddr(t *testing.T, dsn string) string {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Addr
+}

@@ -1,0 +1,382 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+// relayGroup is the consumer group of every outbox stream.
+const relayGroup = "relay"
+
+// SaleLister lists the sales whose outbox may still hold events.
+type SaleLister interface {
+	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
+}
+
+// RelayConfig tunes a Relay.
+type RelayConfig struct {
+	// Batch is the most events published before waiting for confirms.
+	Batch int
+	// ClaimIdle is how long an event may sit unconfirmed with another relay
+	// before this one takes it over (that relay is presumed dead).
+	ClaimIdle time.Duration
+	// Lookback is how long after its end a sale's outbox is still read.
+	Lookback time.Duration
+	// Poll is how often the list of live sales is refreshed.
+	Poll time.Duration
+}
+
+// Relay publishes the order events of every live sale's outbox stream to
+// RabbitMQ and deletes an event from the stream only after the broker
+// confirmed it. Events are read through a consumer group, so several
+// relays (one per serve process) share the work; an event left pending by
+// a relay that died is claimed by a live one after ClaimIdle. Delivery is
+// at least once; the worker absorbs duplicates.
+type Relay struct {
+	rdb      redis.UniversalClient
+	keys     inventory.Keys
+	sales    SaleLister
+	broker   *Broker
+	cfg      RelayConfig
+	metrics  *Metrics
+	consumer string
+}
+
+// NewRelay returns a Relay; Run starts it.
+func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, broker *Broker, m *Metrics, cfg RelayConfig) *Relay {
+	host, _ := os.Hostname()
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	return &Relay{
+		rdb: rdb, keys: keys, sales: sales, broker: broker, cfg: cfg, metrics: m,
+		consumer: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), consumerTag("relay")),
+	}
+}
+
+// Run relays until ctx is cancelled, then publishes what the outboxes
+// still hold (within a few seconds) and returns.
+func (r *Relay) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	running := map[int64]context.CancelFunc{}
+	defer func() {
+		for _, stop := range running {
+			stop()
+		}
+		wg.Wait()
+	}()
+	tick := time.NewTicker(r.cfg.Poll)
+	defer tick.Stop()
+	for {
+		ids, err := r.sales.SaleIDs(ctx, time.Now().Add(-r.cfg.Lookback))
+		if err != nil && ctx.Err() == nil {
+			slog.Warn("relay: listing live sales failed", "err", err)
+		}
+		live := map[int64]bool{}
+		for _, id := range ids {
+			live[id] = true
+			if _, ok := running[id]; !ok {
+				sctx, stop := context.WithCancel(ctx)
+				running[id] = stop
+				wg.Go(func() { r.relaySale(sctx, id) })
+			}
+		}
+		for id, stop := range running {
+			if !live[id] && err == nil {
+				stop()
+				delete(running, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// relaySale moves one sale's outbox to the broker until ctx ends, then
+// drains what is left.
+func (r *Relay) relaySale(ctx context.Context, sale int64) {
+	s := &saleRelay{Relay: r, sale: sale, stream: r.keys.Outbox(sale), ownPending: true}
+	defer s.closeChannel()
+	bo := newBackoff()
+	for ctx.Err() == nil {
+		if err := s.step(ctx, true); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			slog.Warn("relay: retrying", "sale", sale, "err", err, "in", bo.peek())
+			s.closeChannel()
+			_ = bo.wait(ctx)
+			continue
+		}
+		bo.reset()
+	}
+	// Shutdown: the HTTP server has stopped taking buys; publish what the
+	// outbox still holds, with a deadline of its own.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	s.ownPending = true
+	for dctx.Err() == nil {
+		n, err := s.drainStep(dctx)
+		if err != nil {
+			slog.Warn("relay: final drain incomplete; another relay will claim the rest", "sale", sale, "err", err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+type saleRelay struct {
+	*Relay
+	sale       int64
+	stream     string
+	ownPending bool
+	lastClaim  time.Time
+
+	ch      *amqp.Channel
+	returns chan amqp.Return
+}
+
+func (s *saleRelay) closeChannel() {
+	if s.ch != nil {
+		s.ch.Close()
+		s.ch = nil
+	}
+	s.ownPending = true
+}
+
+// step reads one batch (blocking up to a second when block is set) and
+// publishes it.
+func (s *saleRelay) step(ctx context.Context, block bool) error {
+	entries, err := s.read(ctx, block)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	return s.publish(ctx, entries)
+}
+
+func (s *saleRelay) drainStep(ctx context.Context) (int, error) {
+	entries, err := s.read(ctx, false)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	return len(entries), s.publish(ctx, entries)
+}
+
+// read returns the next events to publish: first this relay's own
+// unconfirmed ones (after a failure), then events of dead relays, then new
+// ones.
+func (s *saleRelay) read(ctx context.Context, block bool) ([]redis.XMessage, error) {
+	if s.ownPending {
+		msgs, err := s.readGroup(ctx, "0", 0)
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+		s.ownPending = false
+	}
+	if time.Since(s.lastClaim) >= s.cfg.ClaimIdle/2 {
+		s.lastClaim = time.Now()
+		msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: s.stream, Group: relayGroup, Consumer: s.consumer,
+			MinIdle: s.cfg.ClaimIdle, Start: "0-0", Count: int64(s.cfg.Batch),
+		}).Result()
+		if err != nil && !isNoGroup(err) {
+			return nil, fmt.Errorf("relay: claim from %s: %w", s.stream, err)
+		}
+		if len(msgs) > 0 {
+			s.metrics.relayClaimed.Add(float64(len(msgs)))
+			return msgs, nil
+		}
+	}
+	wait := time.Duration(-1)
+	if block {
+		wait = time.Second
+	}
+	return s.readGroup(ctx, ">", wait)
+}
+
+func (s *saleRelay) readGroup(ctx context.Context, id string, block time.Duration) ([]redis.XMessage, error) {
+	args := &redis.XReadGroupArgs{
+		Group: relayGroup, Consumer: s.consumer, Streams: []string{s.stream, id},
+		Count: int64(s.cfg.Batch), Block: block,
+	}
+	streams, err := s.rdb.XReadGroup(ctx, args).Result()
+	if isNoGroup(err) {
+		// The stream appears with the sale's first accepted buy; the group
+		// starts from its beginning so no event is skipped.
+		err = s.rdb.XGroupCreate(ctx, s.stream, relayGroup, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			if strings.Contains(err.Error(), "requires the key to exist") {
+				// No buy yet: look again soon.
+				if block > 0 {
+					sleep(ctx, 100*time.Millisecond)
+				}
+				return nil, nil
+			}
+			return nil, fmt.Errorf("relay: create group on %s: %w", s.stream, err)
+		}
+		streams, err = s.rdb.XReadGroup(ctx, args).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("relay: read %s: %w", s.stream, err)
+	}
+	if len(streams) == 0 {
+		return nil, nil
+	}
+	return streams[0].Messages, nil
+}
+
+func isNoGroup(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+}
+
+// confirmTimeout bounds the wait for the broker's confirms of one batch; a
+// broker that has gone silent is treated as gone.
+const confirmTimeout = 10 * time.Second
+
+// publish sends the events with publisher confirms, many in flight, and
+// removes from the stream those the broker confirmed.
+func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error {
+	if s.ch == nil {
+		ch, err := s.broker.Channel(ctx)
+		if err != nil {
+			return err
+		}
+		if err := ch.Confirm(false); err != nil {
+			ch.Close()
+			return fmt.Errorf("relay: confirm mode: %w", err)
+		}
+		s.ch = ch
+		// Returns arrive before the confirm of the same message, so once all
+		// confirms are in, every return of the batch is in this buffer.
+		s.returns = ch.NotifyReturn(make(chan amqp.Return, 2*s.cfg.Batch))
+	}
+	start := time.Now()
+	names := s.broker.Names()
+	pending := make([]*amqp.DeferredConfirmation, len(entries))
+	msgIDs := make([]string, len(entries))
+	for i, e := range entries {
+		var body []byte
+		body, msgIDs[i] = eventBody(e)
+		dc, err := s.ch.PublishWithDeferredConfirmWithContext(ctx, names.Orders(), keyOrder, true, false, amqp.Publishing{
+			ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: msgIDs[i],
+			Timestamp: time.Now(), Type: "order.accepted", Body: body,
+		})
+		if err != nil {
+			return fmt.Errorf("relay: publish: %w", err)
+		}
+		pending[i] = dc
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
+	defer cancel()
+	acked := 0
+	var failed error
+	for _, dc := range pending {
+		ok, err := dc.WaitContext(wctx)
+		if err != nil {
+			failed = fmt.Errorf("relay: no confirm within %s: %w", confirmTimeout, err)
+			break
+		}
+		if !ok {
+			failed = errors.New("relay: broker refused (nack) an event")
+			break
+		}
+		acked++
+	}
+	returned := map[string]bool{}
+	for drained := false; !drained; {
+		select {
+		case ret := <-s.returns:
+			returned[ret.MessageId] = true
+		default:
+			drained = true
+		}
+	}
+	confirmed := make([]string, 0, acked)
+	for i := range acked {
+		if !returned[msgIDs[i]] {
+			confirmed = append(confirmed, entries[i].ID)
+		}
+	}
+	if len(returned) > 0 {
+		failed = fmt.Errorf("relay: %d events unroutable (queue missing?)", len(returned))
+		s.broker.Redeclare()
+	}
+	if len(confirmed) > 0 {
+		if err := s.remove(ctx, confirmed); err != nil {
+			return err
+		}
+		s.metrics.relayPublished.Add(float64(len(confirmed)))
+		s.metrics.relayBatch.Observe(time.Since(start).Seconds())
+	}
+	return failed
+}
+
+// remove acknowledges and deletes confirmed events in one round trip. If
+// this fails, the events stay pending and are published again: the worker
+// absorbs the duplicates.
+func (s *saleRelay) remove(ctx context.Context, ids []string) error {
+	ctx = context.WithoutCancel(ctx)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAck(ctx, s.stream, relayGroup, ids...)
+		p.XDel(ctx, s.stream, ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("relay: remove %d confirmed events: %w", len(ids), err)
+	}
+	return nil
+}
+
+// eventBody turns a stream entry written by buy.lua into the message body.
+// An entry that does not parse is sent as it is: the worker dead-letters it.
+func eventBody(e redis.XMessage) (body []byte, msgID string) {
+	str := func(k string) string { v, _ := e.Values[k].(string); return v }
+	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
+	ev := orders.Event{OrderID: str("order_id"), UserID: str("user_id"), RequestID: str("request_id")}
+	var errs [4]error
+	ev.SaleID, errs[0] = num("sale_id")
+	ev.Qty, errs[1] = num("qty")
+	ev.PriceCents, errs[2] = num("price")
+	ev.At, errs[3] = num("ts")
+	var err error
+	if errors.Join(errs[:]...) == nil {
+		body, err = json.Marshal(ev)
+	} else {
+		body, err = json.Marshal(e.Values)
+	}
+	if err != nil {
+		body = []byte(`{}`)
+	}
+	return body, ev.OrderID
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,467 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server/servertest"
+)
+
+func TestPipelineHappyPath(t *testing.T) {
+	p := newPipeline(t)
+	p.startAll(t)
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 3000, Limit: 2, PriceCents: 1250})
+	accepted := p.buy(t, sale, 2000, 64, "happy")
+	if len(accepted) != 2000 {
+		t.Fatalf("%d of 2000 buys accepted", len(accepted))
+	}
+	p.waitPersisted(t, sale.ID, 2000, 30*time.Second)
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+	if n := p.Redis.XLen(context.Background(), p.Keys.Outbox(sale.ID)).Val(); n != 0 {
+		t.Errorf("outbox still holds %d events", n)
+	}
+}
+
+// TestBrokerOutage cuts RabbitMQ off from the relay and the worker for 10 s
+// in the middle of a burst of buys.
+func TestBrokerOutage(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t)
+	px := proxy(t, "rabbitmq", "127.0.0.1:5672")
+	cfg := p.Config
+	cfg.AMQPURL = viaProxy(cfg.AMQPURL, "127.0.0.1:5672", px)
+	relayBroker, workerBroker := servertest.NewBroker(cfg), servertest.NewBroker(cfg)
+	t.Cleanup(func() { relayBroker.Close(); workerBroker.Close() })
+	run(t, p.relay(relayBroker).Run)
+	run(t, p.worker(workerBroker, p.Ledger).Run)
+
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 2000, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 400, 32, "before")
+	px.Stop()
+	outage := time.Now()
+	accepted = append(accepted, p.buy(t, sale, 400, 32, "during")...)
+	time.Sleep(10*time.Second - time.Since(outage)) // the length of the outage, not a wait for a condition
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	accepted = append(accepted, p.buy(t, sale, 400, 32, "after")...)
+	if len(accepted) != 1200 {
+		t.Fatalf("%d of 1200 buys accepted", len(accepted))
+	}
+	p.waitPersisted(t, sale.ID, len(accepted), 60*time.Second)
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestMySQLOutage cuts MySQL off from the worker for 10 s mid-burst: the
+// messages wait unacknowledged, then drain.
+func TestMySQLOutage(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t)
+	addr := mysqlAddr(t, p.Config.MySQLDSN)
+	px := proxy(t, "mysql", addr)
+	db, err := orders.Open(context.Background(), viaProxy(p.Config.MySQLDSN, addr, px))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	run(t, p.relay(p.broker).Run)
+	run(t, p.worker(p.broker, orders.NewStore(db)).Run)
+
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 2000, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 300, 32, "before")
+	px.Stop()
+	outage := time.Now()
+	accepted = append(accepted, p.buy(t, sale, 500, 32, "during")...)
+	// While MySQL is away, the orders wait in the queue, unacknowledged.
+	waitFor(t, 8*time.Second, "orders queued while MySQL is down", func() (bool, string) {
+		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Orders())
+		return err == nil && n > 0 || p.Redis.XLen(context.Background(), p.Keys.Outbox(sale.ID)).Val() > 0, fmt.Sprint(n, err)
+	})
+	time.Sleep(10*time.Second - time.Since(outage)) // the length of the outage
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitPersisted(t, sale.ID, len(accepted), 60*time.Second)
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestWorkerKilledMidBatch runs `seckill worker` as a process, kills it
+// with SIGKILL while it is writing, and starts another.
+func TestWorkerKilledMidBatch(t *testing.T) {
+	t.Parallel()
+	bin := seckillBinary(t)
+	p := newPipeline(t, "SECKILL_WORKER_BATCH=200")
+	run(t, p.relay(p.broker).Run)
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 9000, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 6000, 64, "kill")
+	if len(accepted) != 6000 {
+		t.Fatalf("%d of 6000 buys accepted", len(accepted))
+	}
+	first := startWorker(t, bin, p)
+	waitFor(t, 30*time.Second, "the first worker to be mid-stream", func() (bool, string) {
+		var n int
+		_ = p.DB.Get(&n, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale.ID)
+		return n >= 1000, fmt.Sprint(n, " persisted")
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	var atKill int
+	_ = p.DB.Get(&atKill, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale.ID)
+	t.Logf("killed the worker with %d of %d orders persisted", atKill, len(accepted))
+	startWorker(t, bin, p)
+	p.waitPersisted(t, sale.ID, len(accepted), 60*time.Second)
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// seckillBinary builds cmd/seckill once per test run.
+func seckillBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "seckill")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/seckill").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// startWorker runs `seckill worker` on the pipeline's config.
+func startWorker(t *testing.T, bin string, p *pipeline) *exec.Cmd {
+	t.Helper()
+	c := p.Config
+	cmd := exec.Command(bin, "worker")
+	cmd.Env = append(os.Environ(),
+		"SECKILL_REDIS_PREFIX="+c.RedisPrefix, "SECKILL_REDIS_DB="+fmt.Sprint(c.RedisDB),
+		"SECKILL_AMQP_PREFIX="+c.AMQPPrefix, "SECKILL_MYSQL_DSN="+c.MySQLDSN,
+		"SECKILL_WORKER_BATCH="+fmt.Sprint(c.WorkerBatch), "SECKILL_WORKER_METRICS_ADDR=",
+		"SECKILL_PAYMENT_WINDOW="+c.PaymentWindow.String(), "SECKILL_LOG_LEVEL=warn",
+	)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// TestDeadRelayDuplicatesAbsorbed: a relay publishes a batch and dies before
+// removing it from the stream. A live relay claims the batch and publishes
+// it again; the worker keeps one order each.
+func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
+	p := newPipeline(t)
+	ctx := context.Background()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 1000, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 300, 32, "dead")
+
+	// The dead relay: reads the events into its pending list, publishes them
+	// with confirms, never acknowledges them in the stream.
+	stream := p.Keys.Outbox(sale.ID)
+	if err := p.Redis.XGroupCreate(ctx, stream, "relay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "relay", Consumer: "dead-relay", Streams: []string{stream, ">"}, Count: 1000}).Result()
+	if err != nil || len(res[0].Messages) != len(accepted) {
+		t.Fatalf("dead relay read %v, %v", res, err)
+	}
+	publishRaw(t, p, func(ch *amqp.Channel) {
+		for _, m := range res[0].Messages {
+			body, _ := json.Marshal(eventOf(t, m.Values))
+			mustPublish(t, ch, p.broker.Names().Orders(), body)
+		}
+	})
+
+	p.startAll(t)
+	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
+	waitFor(t, 30*time.Second, "the outbox to empty", func() (bool, string) {
+		n := p.Redis.XLen(ctx, stream).Val()
+		return n == 0, fmt.Sprint(n, " events left")
+	})
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+}
+
+func eventOf(t *testing.T, v map[string]any) orders.Event {
+	var e orders.Event
+	_, err := fmt.Sscan(fmt.Sprint(v["sale_id"], " ", v["qty"], " ", v["price"], " ", v["ts"]), &e.SaleID, &e.Qty, &e.PriceCents, &e.At)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OrderID, e.UserID, e.RequestID = v["order_id"].(string), v["user_id"].(string), v["request_id"].(string)
+	return e
+}
+
+// publishRaw gives fn a confirming channel of its own on the broker.
+func publishRaw(t *testing.T, p *pipeline, fn func(*amqp.Channel)) {
+	t.Helper()
+	ch, err := p.broker.Channel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	fn(ch)
+}
+
+func mustPublish(t *testing.T, ch *amqp.Channel, exchange string, body []byte) {
+	t.Helper()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, "order", true, false,
+		amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/json", Body: body})
+	if err != nil || !dc.Wait() {
+		t.Fatalf("publish: %v", err)
+	}
+}
+
+// TestPoisonMessagesDeadLettered: malformed events and an event of an
+// unknown sale end in the dead-letter queue; valid orders keep flowing.
+func TestPoisonMessagesDeadLettered(t *testing.T) {
+	p := newPipeline(t)
+	p.startAll(t)
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 1000, Limit: 2, PriceCents: 100})
+	var accepted []bought
+	unknownSale := orders.Event{OrderID: ulid.Make().String() + "-999999999", SaleID: 999999999, UserID: "ghost",
+		Qty: 1, PriceCents: 1, RequestID: "ghost-request", At: time.Now().UnixMilli()}
+	unknownBody, _ := json.Marshal(unknownSale)
+	poison := [][]byte{[]byte("not json at all"), []byte(`{"order_id":"x","surprise":true}`), unknownBody}
+	for i, body := range poison {
+		accepted = append(accepted, p.buy(t, sale, 100, 16, fmt.Sprint("poison", i))...)
+		publishRaw(t, p, func(ch *amqp.Channel) { mustPublish(t, ch, p.broker.Names().Orders(), body) })
+	}
+	accepted = append(accepted, p.buy(t, sale, 100, 16, "poison-last")...)
+	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
+	waitFor(t, 30*time.Second, "three messages in the dead-letter queue", func() (bool, string) {
+		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Dead())
+		return err == nil && n == len(poison), fmt.Sprint(n, err)
+	})
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestPaymentTimeout: unpaid orders are cancelled when their window ends
+// and their units can be bought again; paid orders stay paid.
+func TestPaymentTimeout(t *testing.T) {
+	p := newPipeline(t, "SECKILL_PAYMENT_WINDOW=2s")
+	p.startAll(t)
+	ctx := context.Background()
+	h := p.srv.Handler()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 10, Limit: 1, PriceCents: 700})
+	accepted := p.buy(t, sale, 10, 10, "timeout")
+	if len(accepted) != 10 {
+		t.Fatalf("%d of 10 accepted", len(accepted))
+	}
+	if status, _ := buyOnce(t, h, sale.ID, "late-user", 1, "late-request"); status != http.StatusConflict {
+		t.Fatalf("buy of a sold-out sale: %d", status)
+	}
+	paid := map[string]bool{}
+	for _, b := range accepted[:4] {
+		if status, body := pay(t, h, b); status != http.StatusOK {
+			t.Fatalf("pay %s: %d %s", b.OrderID, status, body)
+		}
+		paid[b.OrderID] = true
+	}
+	waitFor(t, 20*time.Second, "six unpaid orders cancelled and their stock back", func() (bool, string) {
+		st, err := p.Inventory.Stock(ctx, sale.ID)
+		var n int
+		_ = p.DB.Get(&n, "SELECT COUNT(*) FROM orders WHERE sale_id = ? AND status = 'cancelled'", sale.ID)
+		return err == nil && st.Available == 6 && n == 6, fmt.Sprintf("%d cancelled, stock %+v", n, st)
+	})
+	for _, b := range accepted {
+		o, err := p.Ledger.Order(ctx, b.OrderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := orders.StatusCancelled
+		if paid[b.OrderID] {
+			want = orders.StatusPaid
+		}
+		if o.Status != want {
+			t.Errorf("order %s is %s, want %s", o.ID, o.Status, want)
+		}
+		if !paid[b.OrderID] {
+			if status, body := pay(t, h, b); status != http.StatusConflict || !strings.Contains(body, "order_cancelled") {
+				t.Errorf("paying cancelled order %s: %d %s", b.OrderID, status, body)
+			}
+		}
+	}
+	// The returned units sell again, and no more than them.
+	again := p.buy(t, sale, 7, 7, "second-wave")
+	if len(again) != 6 {
+		t.Errorf("%d of 7 second-wave buys accepted, want the 6 returned units", len(again))
+	}
+	p.waitPersisted(t, sale.ID, 16, 20*time.Second)
+	var cancelMoves int64
+	_ = p.DB.Get(&cancelMoves, "SELECT COALESCE(SUM(delta), 0) FROM stock_movements WHERE sale_id = ? AND reason = 'cancel'", sale.ID)
+	if cancelMoves != 6 {
+		t.Errorf("cancel movements sum to %d, want 6", cancelMoves)
+	}
+	for _, b := range again {
+		pay(t, h, b)
+	}
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestPayRacesTimeout pays orders right around the end of their window,
+// many times: each order ends paid or cancelled, never both, and the
+// answer the buyer got matches.
+func TestPayRacesTimeout(t *testing.T) {
+	p := newPipeline(t, "SECKILL_PAYMENT_WINDOW=1s")
+	p.startAll(t)
+	ctx := context.Background()
+	h := p.srv.Handler()
+	const n = 80
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: n, Limit: 1, PriceCents: 100})
+	accepted := p.buy(t, sale, n, n, "race")
+	p.waitPersisted(t, sale.ID, n, 20*time.Second)
+
+	answers := make([]int, len(accepted))
+	var wg sync.WaitGroup
+	for i, b := range accepted {
+		o, err := p.Ledger.Order(ctx, b.OrderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Spread the payments from 40 ms before to 40 ms after the deadline.
+		at := o.ExpiresAt.Add(time.Duration(i%9-4) * 10 * time.Millisecond)
+		wg.Go(func() {
+			time.Sleep(time.Until(at)) // the moment this buyer pays, part of the scenario
+			answers[i], _ = pay(t, h, b)
+		})
+	}
+	wg.Wait()
+	waitFor(t, 20*time.Second, "every order paid or cancelled", func() (bool, string) {
+		var pending int
+		_ = p.DB.Get(&pending, "SELECT COUNT(*) FROM orders WHERE sale_id = ? AND status = 'pending'", sale.ID)
+		return pending == 0, fmt.Sprint(pending, " pending")
+	})
+	var paidUnits int64
+	counts := map[string]int{}
+	for i, b := range accepted {
+		o, _ := p.Ledger.Order(ctx, b.OrderID)
+		counts[o.Status]++
+		switch {
+		case answers[i] == http.StatusOK && o.Status == orders.StatusPaid && o.CancelledAt == nil:
+			paidUnits += o.Qty
+		case answers[i] == http.StatusConflict && o.Status == orders.StatusCancelled && o.PaidAt == nil:
+		default:
+			t.Errorf("order %s: pay answered %d, order is %s (paid_at %v, cancelled_at %v)", o.ID, answers[i], o.Status, o.PaidAt, o.CancelledAt)
+		}
+	}
+	t.Logf("around the deadline: %v", counts)
+	p.checkReconciles(t, sale.ID)
+	if st, _ := p.Inventory.Stock(ctx, sale.ID); st.Sold != paidUnits {
+		t.Errorf("redis sold %d, paid units %d", st.Sold, paidUnits)
+	}
+}
+
+func pay(t testing.TB, h http.Handler, b bought) (int, string) {
+	req, _ := http.NewRequest("POST", "/api/orders/"+b.OrderID+"/pay", nil)
+	req.Header.Set("Authorization", "Bearer "+servertest.Token(t, b.User))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+// TestReconcile: agreement after a clean run; drift after a counter is
+// tampered with; --repair after FLUSHDB restores the sale so buying resumes
+// with the right stock and per-user counts.
+func TestReconcile(t *testing.T) {
+	// FLUSHDB takes a database of its own.
+	p := newPipeline(t, "SECKILL_REDIS_DB=15")
+	p.startAll(t)
+	ctx := context.Background()
+	h := p.srv.Handler()
+	rc := p.reconciler()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 100, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 40, 16, "rec") // 60 units: 20 users with 1, 20 with 2
+	_, firstOrder := buyOnce(t, h, sale.ID, "rec-user-0", 1, "rec-req-000000")
+	p.waitPersisted(t, sale.ID, len(accepted), 20*time.Second)
+	p.checkReconciles(t, sale.ID)
+
+	// Tampering with a counter is drift.
+	p.Redis.HIncrBy(ctx, p.Keys.Stock(sale.ID), "sold", 1)
+	rep, err := rc.Check(ctx, sale.ID)
+	if err != nil || len(rep.Drift) == 0 {
+		t.Fatalf("tampered sold not reported: %+v, %v", rep, err)
+	}
+	t.Logf("drift reported: %v", rep.Drift)
+	p.Redis.HIncrBy(ctx, p.Keys.Stock(sale.ID), "sold", -1)
+	p.Redis.HIncrBy(ctx, p.Keys.Buyers(sale.ID), "rec-user-3", 1)
+	if rep, _ := rc.Check(ctx, sale.ID); len(rep.Drift) == 0 {
+		t.Fatalf("tampered buyer not reported: %+v", rep)
+	}
+	p.Redis.HIncrBy(ctx, p.Keys.Buyers(sale.ID), "rec-user-3", -1)
+
+	// Redis loses everything.
+	if err := p.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := buyOnce(t, h, sale.ID, "newcomer", 1, "newcomer-01"); status != http.StatusNotFound {
+		t.Errorf("buy after FLUSHDB: %d, want 404", status)
+	}
+	if rep, _ := rc.Check(ctx, sale.ID); len(rep.Drift) == 0 {
+		t.Fatalf("lost Redis not reported: %+v", rep)
+	}
+	if err := rc.Repair(ctx, sale.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.checkReconciles(t, sale.ID)
+	st, _ := p.Inventory.Stock(ctx, sale.ID)
+	if st.Available != 40 || st.Sold != 60 {
+		t.Errorf("after repair stock = %+v, want 40 available, 60 sold", st)
+	}
+	// user-1 holds 2 (the limit), user-0 holds 1: the caps survived.
+	if status, _ := buyOnce(t, h, sale.ID, "rec-user-1", 1, "after-repair-1"); status != http.StatusConflict {
+		t.Errorf("user at the limit bought after repair: %d", status)
+	}
+	if status, _ := buyOnce(t, h, sale.ID, "rec-user-0", 1, "after-repair-0"); status != http.StatusOK {
+		t.Errorf("user below the limit refused after repair: %d", status)
+	}
+	if status, id := buyOnce(t, h, sale.ID, "rec-user-0", 1, "rec-req-000000"); status != http.StatusOK || id != firstOrder {
+		t.Errorf("retry of an old request after repair: %d %s, want 200 %s", status, id, firstOrder)
+	}
+	p.waitPersisted(t, sale.ID, len(accepted)+1, 20*time.Second)
+	p.checkReconciles(t, sale.ID)
+}
