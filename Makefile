@@ -27,7 +27,7 @@ test-race:
 
 ## bench: the benchmark suite; prints a markdown table of ratios
 bench: build
-	./$(BIN) bench
+	./$(BIN) bench --duration 10s
 
 ## lint: formatting and vet
 lint:

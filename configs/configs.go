@@ -66,10 +66,12 @@ type Config struct {
 	BatchMax     int  `koanf:"batch_max"`
 
 	RelayBatch        int           `koanf:"relay_batch"`
+	RelayPack         int           `koanf:"relay_pack"`
 	RelayClaimIdle    time.Duration `koanf:"relay_claim_idle"`
 	WorkerBatch       int           `koanf:"worker_batch"`
 	WorkerFlush       time.Duration `koanf:"worker_flush"`
 	WorkerPrefetch    int           `koanf:"worker_prefetch"`
+	WorkerConsumers   int           `koanf:"worker_consumers"`
 	MaxDeliveries     int           `koanf:"max_deliveries"`
 	WorkerMetricsAddr string        `koanf:"worker_metrics_addr"`
 
@@ -223,8 +225,14 @@ func (c *Config) complete() error {
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
 		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")
 	}
+	if c.RelayPack < 1 || c.RelayPack > 1000 {
+		bad("relay_pack", "must be 1..1000")
+	}
 	if c.RelayClaimIdle < 100*time.Millisecond {
 		bad("relay_claim_idle", "must be at least 100ms")
+	}
+	if c.WorkerConsumers < 1 || c.WorkerConsumers > 64 {
+		bad("worker_consumers", "must be 1..64")
 	}
 	if c.MaxDeliveries < 1 {
 		bad("max_deliveries", "must be at least 1")

@@ -26,6 +26,9 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 		return nil, errors.New("orders: mysql dsn: parseTime=true is required")
 	}
 	cfg.Loc = time.UTC
+	// One round trip per query instead of prepare/execute/close: the batch
+	// INSERTs carry thousands of placeholders. Safe with utf8mb4.
+	cfg.InterpolateParams = true
 	if cfg.DBName != "" {
 		if err := createDatabase(ctx, *cfg); err != nil {
 			return nil, err

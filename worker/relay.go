@@ -31,6 +31,10 @@ type SaleLister interface {
 type RelayConfig struct {
 	// Batch is the most events published before waiting for confirms.
 	Batch int
+	// Pack is the most events of one sale carried by one message. Packing
+	// cuts the broker's per-message work (routing, quorum log, confirm,
+	// ack) by this factor; a poison entry always travels alone.
+	Pack int
 	// ClaimIdle is how long an event may sit unconfirmed with another relay
 	// before this one takes it over (that relay is presumed dead).
 	ClaimIdle time.Duration
@@ -61,6 +65,9 @@ func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, 
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
+	}
+	if cfg.Pack <= 0 {
+		cfg.Pack = 1
 	}
 	return &Relay{
 		rdb: rdb, keys: keys, sales: sales, broker: broker, cfg: cfg, metrics: m,
@@ -274,14 +281,12 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 	}
 	start := time.Now()
 	names := s.broker.Names()
-	pending := make([]*amqp.DeferredConfirmation, len(entries))
-	msgIDs := make([]string, len(entries))
-	for i, e := range entries {
-		var body []byte
-		body, msgIDs[i] = eventBody(e)
+	msgs := pack(entries, s.cfg.Pack)
+	pending := make([]*amqp.DeferredConfirmation, len(msgs))
+	for i, m := range msgs {
 		dc, err := s.ch.PublishWithDeferredConfirmWithContext(ctx, names.Orders(), keyOrder, true, false, amqp.Publishing{
-			ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: msgIDs[i],
-			Timestamp: time.Now(), Type: "order.accepted", Body: body,
+			ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: m.ids[0],
+			Timestamp: time.Now(), Type: "order.accepted", Body: m.body,
 		})
 		if err != nil {
 			return fmt.Errorf("relay: publish: %w", err)
@@ -313,10 +318,10 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 			drained = true
 		}
 	}
-	confirmed := make([]string, 0, acked)
-	for i := range acked {
-		if !returned[msgIDs[i]] {
-			confirmed = append(confirmed, entries[i].ID)
+	confirmed := make([]string, 0, len(entries))
+	for _, m := range msgs[:acked] {
+		if !returned[m.ids[0]] {
+			confirmed = append(confirmed, m.ids...)
 		}
 	}
 	if len(returned) > 0 {
@@ -349,9 +354,50 @@ func (s *saleRelay) remove(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// eventBody turns a stream entry written by buy.lua into the message body.
-// An entry that does not parse is sent as it is: the worker dead-letters it.
-func eventBody(e redis.XMessage) (body []byte, msgID string) {
+// message is one publication: the bodies of consecutive outbox entries
+// and their stream ids (the first one doubles as the message id).
+type message struct {
+	body []byte
+	ids  []string
+}
+
+// pack turns outbox entries into messages of up to size events each, as
+// a JSON array. An entry that does not parse is sent alone, as it is, so
+// the worker dead-letters it without holding up its neighbours.
+func pack(entries []redis.XMessage, size int) []message {
+	var out []message
+	var evs []orders.Event
+	var ids []string
+	flush := func() {
+		if len(evs) > 0 {
+			body, _ := json.Marshal(evs)
+			out = append(out, message{body: body, ids: ids})
+			evs, ids = nil, nil
+		}
+	}
+	for _, e := range entries {
+		ev, err := eventOf(e)
+		if err != nil {
+			flush()
+			body, err := json.Marshal(e.Values)
+			if err != nil {
+				body = []byte(`{}`)
+			}
+			out = append(out, message{body: body, ids: []string{e.ID}})
+			continue
+		}
+		evs = append(evs, ev)
+		ids = append(ids, e.ID)
+		if len(evs) == size {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// eventOf reads a stream entry written by buy.lua.
+func eventOf(e redis.XMessage) (orders.Event, error) {
 	str := func(k string) string { v, _ := e.Values[k].(string); return v }
 	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
 	ev := orders.Event{OrderID: str("order_id"), UserID: str("user_id"), RequestID: str("request_id")}
@@ -360,16 +406,7 @@ func eventBody(e redis.XMessage) (body []byte, msgID string) {
 	ev.Qty, errs[1] = num("qty")
 	ev.PriceCents, errs[2] = num("price")
 	ev.At, errs[3] = num("ts")
-	var err error
-	if errors.Join(errs[:]...) == nil {
-		body, err = json.Marshal(ev)
-	} else {
-		body, err = json.Marshal(e.Values)
-	}
-	if err != nil {
-		body = []byte(`{}`)
-	}
-	return body, ev.OrderID
+	return ev, errors.Join(errs[:]...)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

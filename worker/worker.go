@@ -31,8 +31,10 @@ type Config struct {
 	Prefetch int
 	// Window is the payment window of a new order.
 	Window time.Duration
-	// TimeoutWorkers is how many payment timeouts are handled at once.
+	// TimeoutWorkers is how many timeout messages are handled at once.
 	TimeoutWorkers int
+	// Consumers is how many batches are written to MySQL at once.
+	Consumers int
 }
 
 // Releaser returns a cancelled order's units to its sale, exactly once.
@@ -55,6 +57,9 @@ func New(broker *Broker, ledger *orders.Store, stock Releaser, m *Metrics, cfg C
 	if cfg.TimeoutWorkers <= 0 {
 		cfg.TimeoutWorkers = 4
 	}
+	if cfg.Consumers <= 0 {
+		cfg.Consumers = 1
+	}
 	return &Worker{broker: broker, ledger: ledger, stock: stock, cfg: cfg, metrics: m, now: time.Now}
 }
 
@@ -62,7 +67,9 @@ func New(broker *Broker, ledger *orders.Store, stock Releaser, m *Metrics, cfg C
 // finishes and acknowledges the batch in hand, and returns.
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { w.loop(ctx, "orders", w.consumeOrders) })
+	for range w.cfg.Consumers {
+		wg.Go(func() { w.loop(ctx, "orders", w.consumeOrders) })
+	}
 	wg.Go(func() { w.loop(ctx, "timeouts", w.consumeTimeouts) })
 	wg.Wait()
 	return nil
@@ -108,11 +115,12 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 	if err != nil {
 		return fmt.Errorf("worker: consume: %w", err)
 	}
-	batch := make([]amqp.Delivery, 0, w.cfg.Batch)
+	var batch []amqp.Delivery
 	for {
 		batch = batch[:0]
 		// Wait for the first message, then take what is already there and
-		// what arrives within Flush, up to Batch.
+		// what arrives within Flush, until the batch holds about Batch
+		// orders (a message may carry several; see RelayConfig.Pack).
 		select {
 		case <-ctx.Done():
 			return ch.Cancel(tag, false)
@@ -122,9 +130,10 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 			}
 			batch = append(batch, d)
 		}
+		n := approxEvents(batch[0].Body)
 		timer := time.NewTimer(w.cfg.Flush)
 	fill:
-		for len(batch) < w.cfg.Batch {
+		for n < w.cfg.Batch {
 			select {
 			case d, ok := <-deliveries:
 				if !ok {
@@ -132,6 +141,7 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 					return errChannelClosed
 				}
 				batch = append(batch, d)
+				n += approxEvents(d.Body)
 			case <-timer.C:
 				break fill
 			}
@@ -144,21 +154,31 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 	}
 }
 
+// approxEvents guesses how many events a message carries without decoding
+// it: the number of order ids in it, at least one.
+func approxEvents(body []byte) int {
+	return max(1, bytes.Count(body, []byte(`"order_id"`)))
+}
+
 // processOrders writes a batch: poison messages are dead-lettered, the rest
 // committed in one transaction, their payment timeouts scheduled, and only
 // then acknowledged.
 func (w *Worker) processOrders(ctx context.Context, ch *amqp.Channel, batch []amqp.Delivery) error {
 	now := w.now()
 	good := make([]amqp.Delivery, 0, len(batch))
-	os := make([]orders.Order, 0, len(batch))
+	var os []orders.Order
+	ends := make([]int, 0, len(batch)) // good[i] carries os[ends[i-1]:ends[i]]
 	for _, d := range batch {
-		ev, err := decodeEvent(d.Body)
+		evs, err := decodeEvents(d.Body)
 		if err != nil {
 			w.deadLetter(d, "orders", err)
 			continue
 		}
+		for _, ev := range evs {
+			os = append(os, ev.Order(w.cfg.Window, now))
+		}
 		good = append(good, d)
-		os = append(os, ev.Order(w.cfg.Window, now))
+		ends = append(ends, len(os))
 	}
 	if len(os) == 0 {
 		return nil
@@ -170,7 +190,7 @@ func (w *Worker) processOrders(ctx context.Context, ch *amqp.Channel, batch []am
 	if err != nil {
 		// Not a passing fault: some row is refused (an unknown sale, say).
 		// Write the messages one by one so the rest flow on.
-		return w.processOneByOne(ctx, ch, good, os)
+		return w.processOneByOne(ctx, ch, good, os, ends)
 	}
 	w.metrics.commit.Observe(time.Since(start).Seconds())
 	w.metrics.batchSize.Observe(float64(len(os)))
@@ -181,25 +201,39 @@ func (w *Worker) processOrders(ctx context.Context, ch *amqp.Channel, batch []am
 	return ch.Ack(good[len(good)-1].DeliveryTag, true)
 }
 
-func (w *Worker) processOneByOne(ctx context.Context, ch *amqp.Channel, ds []amqp.Delivery, os []orders.Order) error {
+func (w *Worker) processOneByOne(ctx context.Context, ch *amqp.Channel, ds []amqp.Delivery, os []orders.Order, ends []int) error {
+	var written []orders.Order
+	var tags []amqp.Delivery
 	for i, d := range ds {
+		first := 0
+		if i > 0 {
+			first = ends[i-1]
+		}
+		mine := os[first:ends[i]]
 		err := w.retry(ctx, func() error {
-			return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os[i:i+1]) })
+			return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, mine) })
 		})
 		if err != nil {
 			// Requeued: the queue's delivery limit dead-letters it after a
 			// bounded number of tries.
-			slog.Error("worker: order refused by MySQL; requeued", "order", os[i].ID, "sale", os[i].SaleID,
+			slog.Error("worker: orders refused by MySQL; requeued", "message_id", d.MessageId, "sale", mine[0].SaleID,
 				"redelivered", d.Redelivered, "err", err)
 			if err := d.Nack(false, true); err != nil {
 				return err
 			}
 			continue
 		}
-		w.metrics.persisted.Inc()
-		if err := w.scheduleTimeouts(ctx, ch, os[i:i+1]); err != nil {
-			return err
-		}
+		written = append(written, mine...)
+		tags = append(tags, d)
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	w.metrics.persisted.Add(float64(len(written)))
+	if err := w.scheduleTimeouts(ctx, ch, written); err != nil {
+		return err
+	}
+	for _, d := range tags {
 		if err := d.Ack(false); err != nil {
 			return err
 		}
@@ -243,15 +277,42 @@ func transient(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// decodeEvent reads a message body strictly; an error makes it poison.
-func decodeEvent(body []byte) (orders.Event, error) {
-	var ev orders.Event
+// decodeEvents reads a message body strictly: one event, or a JSON array
+// of them as the relay packs them. Any error makes the whole message
+// poison.
+func decodeEvents(body []byte) ([]orders.Event, error) {
+	var evs []orders.Event
+	var err error
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		err = strictJSON(body, &evs)
+	} else {
+		evs = make([]orders.Event, 1)
+		err = strictJSON(body, &evs[0])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("malformed event: %w", err)
+	}
+	if len(evs) == 0 {
+		return nil, errors.New("malformed event: empty array")
+	}
+	for _, ev := range evs {
+		if err := ev.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+func strictJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil {
-		return ev, fmt.Errorf("malformed event: %w", err)
+	if err := dec.Decode(v); err != nil {
+		return err
 	}
-	return ev, ev.Validate()
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the event")
+	}
+	return nil
 }
 
 func (w *Worker) deadLetter(d amqp.Delivery, queue string, why error) {
@@ -262,33 +323,39 @@ func (w *Worker) deadLetter(d amqp.Delivery, queue string, why error) {
 	}
 }
 
-// timeoutMessage is the body of an order's payment timeout.
+// timeoutMessage is the body of a payment timeout: the orders of one
+// committed batch, whose windows end together.
 type timeoutMessage struct {
+	Orders []timeoutOrder `json:"orders"`
+}
+
+type timeoutOrder struct {
 	OrderID string `json:"order_id"`
 	SaleID  int64  `json:"sale_id"`
 }
 
-// scheduleTimeouts puts each order's timeout into the delay queue, with
-// publisher confirms; the orders' messages are acknowledged only after.
+// scheduleTimeouts puts one timeout message for the batch into the delay
+// queue and waits for the broker's confirm; the orders' messages are
+// acknowledged only after.
 func (w *Worker) scheduleTimeouts(ctx context.Context, ch *amqp.Channel, os []orders.Order) error {
-	pending := make([]*amqp.DeferredConfirmation, len(os))
+	m := timeoutMessage{Orders: make([]timeoutOrder, len(os))}
 	for i, o := range os {
-		body, _ := json.Marshal(timeoutMessage{OrderID: o.ID, SaleID: o.SaleID})
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", w.broker.Names().Delay(), true, false, amqp.Publishing{
-			ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: o.ID, Body: body,
-		})
-		if err != nil {
-			return fmt.Errorf("worker: schedule timeout: %w", err)
-		}
-		pending[i] = dc
+		m.Orders[i] = timeoutOrder{OrderID: o.ID, SaleID: o.SaleID}
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", w.broker.Names().Delay(), true, false, amqp.Publishing{
+		ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: os[0].ID, Body: body,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: schedule timeouts: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
-	for _, dc := range pending {
-		ok, err := dc.WaitContext(wctx)
-		if err != nil || !ok {
-			return fmt.Errorf("worker: timeout not confirmed: %v", err)
-		}
+	if ok, err := dc.WaitContext(wctx); err != nil || !ok {
+		return fmt.Errorf("worker: timeouts not confirmed (%v)", err)
 	}
 	return nil
 }
@@ -333,29 +400,39 @@ func (w *Worker) consumeTimeouts(ctx context.Context, ch *amqp.Channel) error {
 	return <-errc
 }
 
-// expire cancels one order if it is still pending and returns its units
-// exactly once. A paid order is left alone.
+// expire cancels the orders of one timeout message that are still
+// pending and returns their units exactly once. Paid orders are left
+// alone. A redelivered message is harmless: both steps are idempotent.
 func (w *Worker) expire(ctx context.Context, d amqp.Delivery) error {
 	var m timeoutMessage
-	if err := json.Unmarshal(d.Body, &m); err != nil || m.OrderID == "" {
+	if err := json.Unmarshal(d.Body, &m); err != nil || len(m.Orders) == 0 {
 		w.deadLetter(d, "timeouts", fmt.Errorf("malformed timeout: %v", err))
 		return nil
 	}
+	for _, t := range m.Orders {
+		if err := w.expireOne(ctx, t.OrderID); err != nil {
+			slog.Error("worker: cancelling order failed; requeued", "order", t.OrderID, "err", err)
+			return d.Nack(false, true)
+		}
+	}
+	return d.Ack(false)
+}
+
+func (w *Worker) expireOne(ctx context.Context, id string) error {
 	var o orders.Order
 	err := w.retry(ctx, func() error {
 		var err error
-		o, err = w.ledger.Cancel(ctx, m.OrderID, w.now())
+		o, err = w.ledger.Cancel(ctx, id, w.now())
 		return err
 	})
 	switch {
 	case errors.Is(err, orders.ErrPaid):
-		return d.Ack(false)
+		return nil
 	case errors.Is(err, orders.ErrNotFound):
-		slog.Warn("worker: timeout for an unknown order", "order", m.OrderID)
-		return d.Ack(false)
+		slog.Warn("worker: timeout for an unknown order", "order", id)
+		return nil
 	case err != nil:
-		slog.Error("worker: cancelling order failed; requeued", "order", m.OrderID, "err", err)
-		return d.Nack(false, true)
+		return err
 	}
 	// Cancelled, now or by an earlier delivery: release is idempotent, so a
 	// crash between the MySQL commit and here loses nothing.
@@ -366,7 +443,7 @@ func (w *Worker) expire(ctx context.Context, d amqp.Delivery) error {
 			if released {
 				w.metrics.cancelled.Inc()
 			}
-			return d.Ack(false)
+			return nil
 		}
 		slog.Warn("worker: releasing stock failed, retrying", "order", o.ID, "err", err, "in", bo.peek())
 		if err := bo.wait(ctx); err != nil {

@@ -265,16 +265,26 @@ func TestPoisonMessagesDeadLettered(t *testing.T) {
 	unknownSale := orders.Event{OrderID: ulid.Make().String() + "-999999999", SaleID: 999999999, UserID: "ghost",
 		Qty: 1, PriceCents: 1, RequestID: "ghost-request", At: time.Now().UnixMilli()}
 	unknownBody, _ := json.Marshal(unknownSale)
-	poison := [][]byte{[]byte("not json at all"), []byte(`{"order_id":"x","surprise":true}`), unknownBody}
+	badPack, _ := json.Marshal([]any{unknownSale, map[string]any{"order_id": "y"}})
+	poison := [][]byte{[]byte("not json at all"), []byte(`{"order_id":"x","surprise":true}`), unknownBody, badPack}
 	for i, body := range poison {
 		accepted = append(accepted, p.buy(t, sale, 100, 16, fmt.Sprint("poison", i))...)
 		publishRaw(t, p, func(ch *amqp.Channel) { mustPublish(t, ch, p.broker.Names().Orders(), body) })
 	}
+	// An outbox entry the relay cannot read travels alone, so the events
+	// packed around it still arrive.
+	err := p.Redis.XAdd(context.Background(), &redis.XAddArgs{
+		Stream: p.Keys.Outbox(sale.ID), Values: map[string]any{"order_id": "broken", "qty": "many"},
+	}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
 	accepted = append(accepted, p.buy(t, sale, 100, 16, "poison-last")...)
 	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
-	waitFor(t, 30*time.Second, "three messages in the dead-letter queue", func() (bool, string) {
+	want := len(poison) + 1
+	waitFor(t, 30*time.Second, "the poison in the dead-letter queue", func() (bool, string) {
 		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Dead())
-		return err == nil && n == len(poison), fmt.Sprint(n, err)
+		return err == nil && n == want, fmt.Sprint(n, err)
 	})
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)

@@ -91,7 +91,4 @@ func notImplemented(name string) func(context.Context, configs.Config, []string)
 	}
 }
 
-var (
-	runLoadtest = notImplemented("loadtest")
-	runBench    = notImplemented("bench")
-)
+var runLoadtest = notImplemented("loadtest")

@@ -116,7 +116,7 @@ func (s *system) ready() map[string]func(context.Context) error {
 
 func (s *system) relay() *worker.Relay {
 	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.broker, s.metrics, worker.RelayConfig{
-		Batch: s.cfg.RelayBatch, ClaimIdle: s.cfg.RelayClaimIdle,
+		Batch: s.cfg.RelayBatch, Pack: s.cfg.RelayPack, ClaimIdle: s.cfg.RelayClaimIdle,
 		Lookback: s.cfg.PaymentWindow + s.cfg.SaleRetention,
 	})
 }
@@ -124,6 +124,7 @@ func (s *system) relay() *worker.Relay {
 func (s *system) worker() *worker.Worker {
 	return worker.New(s.broker, s.ledger, s.inv, s.metrics, worker.Config{
 		Batch: s.cfg.WorkerBatch, Flush: s.cfg.WorkerFlush, Prefetch: s.cfg.WorkerPrefetch, Window: s.cfg.PaymentWindow,
+		Consumers: s.cfg.WorkerConsumers,
 	})
 }
 

@@ -1,0 +1,235 @@
+// Package bench is the benchmark suite behind `seckill bench` (make bench).
+// Each case runs its contenders side by side in one run, against the real
+// local Redis, RabbitMQ and MySQL, and reports ratios to a baseline measured
+// in the same run, because the machine is shared and noisy. Every case works
+// in names of its own (Redis prefix, MySQL database, queue prefix) and
+// removes them afterwards.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/worker"
+)
+
+// Options tune a run.
+type Options struct {
+	// Duration is how long each timed contender runs.
+	Duration time.Duration
+	// Orders is the size of the pipeline case.
+	Orders int
+	// Clients is the number of concurrent clients where a case has them.
+	Clients int
+	// WSClients is the number of WebSocket clients of the fan-out case.
+	WSClients int
+}
+
+// Table is one case's result.
+type Table struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Goals  []Goal
+	Notes  []string
+}
+
+// Goal is a target a case checks, such as "Lua ≥ 10× FOR UPDATE".
+type Goal struct {
+	What      string
+	Got, Want float64
+}
+
+// Met reports whether the goal was reached.
+func (g Goal) Met() bool { return g.Got >= g.Want }
+
+// Case is one benchmark.
+type Case struct {
+	Name string
+	Doc  string
+	Run  func(ctx context.Context, e *Env, o Options) (Table, error)
+}
+
+// Cases lists the suite in the order it runs.
+var Cases = []Case{
+	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
+}
+
+// Run runs the named cases (all when names is empty) and returns their
+// tables.
+func Run(ctx context.Context, cfg configs.Config, names []string, o Options, progress io.Writer) ([]Table, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []Table
+	for _, c := range Cases {
+		if len(want) > 0 && !want[c.Name] {
+			continue
+		}
+		delete(want, c.Name)
+		fmt.Fprintf(progress, "bench: %s: %s\n", c.Name, c.Doc)
+		e, err := newEnv(ctx, cfg)
+		if err != nil {
+			return out, err
+		}
+		t, err := c.Run(ctx, e, o)
+		e.close()
+		if err != nil {
+			return out, fmt.Errorf("bench %s: %w", c.Name, err)
+		}
+		out = append(out, t)
+	}
+	if len(want) > 0 {
+		var unknown []string
+		for n := range want {
+			unknown = append(unknown, n)
+		}
+		sort.Strings(unknown)
+		return out, fmt.Errorf("unknown bench case %s", strings.Join(unknown, ", "))
+	}
+	return out, nil
+}
+
+// Markdown renders tables as a markdown document section.
+func Markdown(w io.Writer, tables []Table) {
+	for _, t := range tables {
+		fmt.Fprintf(w, "### %s\n\n", t.Title)
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(t.Header, " | "), strings.Repeat("---|", len(t.Header)))
+		for _, r := range t.Rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+		fmt.Fprintln(w)
+		for _, g := range t.Goals {
+			mark := "met"
+			if !g.Met() {
+				mark = "NOT met"
+			}
+			fmt.Fprintf(w, "- Goal %s: measured %.2f, target %.2f: **%s**\n", g.What, g.Got, g.Want, mark)
+		}
+		for _, n := range t.Notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Machine describes where the run happened.
+func Machine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// Env is one case's slice of the services.
+type Env struct {
+	Config configs.Config
+	Redis  *redis.Client
+	DB     *sqlx.DB
+	Inv    *inventory.Store
+	Ledger *orders.Store
+	Broker *worker.Broker
+	dbName string
+}
+
+func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	cfg := base
+	cfg.RedisPrefix = "bench" + id
+	cfg.AMQPPrefix = "bench" + id
+	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
+	}
+	dsn.DBName = "seckill_bench_" + id
+	cfg.MySQLDSN = dsn.FormatDSN()
+
+	e := &Env{Config: cfg, dbName: dsn.DBName}
+	e.Redis = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: 256})
+	if err := e.Redis.Ping(ctx).Err(); err != nil {
+		e.Redis.Close()
+		return nil, fmt.Errorf("redis at %s: %w", cfg.RedisAddr, err)
+	}
+	if e.DB, err = orders.Open(ctx, cfg.MySQLDSN); err != nil {
+		e.Redis.Close()
+		return nil, err
+	}
+	e.DB.SetMaxOpenConns(128)
+	e.DB.SetMaxIdleConns(128)
+	if _, err := orders.Migrate(ctx, e.DB); err != nil {
+		e.close()
+		return nil, err
+	}
+	e.Inv = inventory.New(e.Redis, inventory.NewKeys(cfg.RedisPrefix))
+	e.Ledger = orders.NewStore(e.DB)
+	e.Broker = worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries)
+	if err := e.Broker.Ping(ctx); err != nil {
+		e.close()
+		return nil, fmt.Errorf("rabbitmq: %w", err)
+	}
+	return e, nil
+}
+
+func (e *Env) close() {
+	if e.Broker != nil {
+		if err := e.Broker.DeleteAll(); err != nil {
+			slog.Warn("bench: deleting queues", "err", err)
+		}
+		e.Broker.Close()
+	}
+	if e.DB != nil {
+		if _, err := e.DB.Exec("DROP DATABASE IF EXISTS `" + e.dbName + "`"); err != nil {
+			slog.Warn("bench: dropping database", "err", err)
+		}
+		e.DB.Close()
+	}
+	ctx := context.Background()
+	iter := e.Redis.Scan(ctx, 0, e.Config.RedisPrefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		e.Redis.Unlink(ctx, iter.Val())
+	}
+	e.Redis.Close()
+}
+
+// server builds an HTTP server on the env (not listening).
+func (e *Env) server(cfg configs.Config, reserver server.Reserver) (*server.Server, error) {
+	return server.New(cfg, server.Deps{
+		Redis: e.Redis, Inventory: e.Inv, Reserver: reserver, Ledger: e.Ledger, Registry: prometheus.NewRegistry(),
+	})
+}
+
+// sale creates a sale that runs for an hour.
+func (e *Env) sale(ctx context.Context, srv *server.Server, total, limit, price int64) (orders.Sale, error) {
+	now := time.Now()
+	return srv.CreateSale(ctx, orders.Sale{
+		Name: "bench", Item: "bench item", PriceCents: price, Total: total, PerUserLimit: limit,
+		StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour),
+	})
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

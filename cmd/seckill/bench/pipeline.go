@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/worker"
+)
+
+// pipelineCase measures orders per second from the outbox to committed
+// MySQL rows, through the real relay and worker, against (1) a naive
+// consumer that inserts and acknowledges one message at a time and (2) raw
+// multi-row INSERTs of the same rows with no queue at all.
+func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
+	n := o.Orders
+	cfg := e.Config
+	srv, err := e.server(cfg, nil)
+	if err != nil {
+		return Table{}, err
+	}
+	var sales [3]orders.Sale
+	for i := range sales {
+		if sales[i], err = e.sale(ctx, srv, int64(n), int64(n), 100); err != nil {
+			return Table{}, err
+		}
+	}
+	pipeSale, naiveSale, rawSale := sales[0], sales[1], sales[2]
+
+	// (2) Raw multi-row INSERTs, in transactions of the worker's batch size.
+	raw := events(rawSale.ID, n)
+	start := time.Now()
+	for i := 0; i < n; i += cfg.WorkerBatch {
+		chunk := ordersOf(raw[i:min(i+cfg.WorkerBatch, n)], cfg.PaymentWindow)
+		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, chunk) }); err != nil {
+			return Table{}, err
+		}
+	}
+	rawRate := float64(n) / time.Since(start).Seconds()
+
+	// The pipeline: fill the outbox with n accepted buys (not timed), then
+	// time the relay and the worker until the last row is committed.
+	for i := 0; i < n; i += 256 {
+		reqs := make([]inventory.Request, 0, 256)
+		for j := i; j < min(i+256, n); j++ {
+			u := fmt.Sprintf("user-%07d", j)
+			reqs = append(reqs, inventory.Request{UserID: u, Qty: 1, RequestID: "req-" + u, OrderID: orders.NewID(pipeSale.ID)})
+		}
+		if _, err := e.Inv.Reserve(ctx, pipeSale.ID, reqs); err != nil {
+			return Table{}, err
+		}
+	}
+	m := worker.NewMetrics(prometheus.NewRegistry())
+	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Ledger, e.Broker, m, worker.RelayConfig{
+		Batch: cfg.RelayBatch, Pack: cfg.RelayPack, ClaimIdle: cfg.RelayClaimIdle, Lookback: time.Hour, Poll: 50 * time.Millisecond,
+	})
+	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, worker.Config{
+		Batch: cfg.WorkerBatch, Flush: cfg.WorkerFlush, Prefetch: cfg.WorkerPrefetch, Window: cfg.PaymentWindow,
+		Consumers: cfg.WorkerConsumers,
+	})
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{}, 2)
+	start = time.Now()
+	go func() { relay.Run(rctx); done <- struct{}{} }()
+	go func() { wk.Run(rctx); done <- struct{}{} }()
+	err = waitPersisted(ctx, m, n, 10*time.Minute)
+	pipeTime := time.Since(start)
+	if err == nil {
+		err = checkRows(ctx, e, pipeSale.ID, n)
+	}
+	stop()
+	<-done
+	<-done
+	if err != nil {
+		return Table{}, err
+	}
+	pipeRate := float64(n) / pipeTime.Seconds()
+
+	// (1) The naive consumer, on a queue filled beforehand (not timed). It
+	// is slow, so it runs for a bounded time and its rate is what counts.
+	naive := events(naiveSale.ID, n)
+	naiveDone, naiveTime, err := naiveConsume(ctx, e, naive, o.Duration)
+	if err != nil {
+		return Table{}, err
+	}
+	naiveRate := float64(naiveDone) / naiveTime.Seconds()
+
+	return Table{
+		Title:  fmt.Sprintf("Pipeline: outbox → RabbitMQ → worker → MySQL, %d orders", n),
+		Header: []string{"contender", "orders", "seconds", "orders/s", "× naive", "× raw INSERT"},
+		Rows: [][]string{
+			{"naive consumer (insert + ack one message at a time)", fmt.Sprint(naiveDone), f2(naiveTime.Seconds()), f0(naiveRate), "1.00", f2(ratio(naiveRate, rawRate))},
+			{"relay + batching worker (this system)", fmt.Sprint(n), f2(pipeTime.Seconds()), f0(pipeRate), f2(ratio(pipeRate, naiveRate)), f2(ratio(pipeRate, rawRate))},
+			{"raw multi-row INSERTs, no queue", fmt.Sprint(n), f2(float64(n) / rawRate), f0(rawRate), f2(ratio(rawRate, naiveRate)), "1.00"},
+		},
+		Goals: []Goal{
+			{What: "pipeline ≥ 20× the naive consumer", Got: ratio(pipeRate, naiveRate), Want: 20},
+			{What: "pipeline ≥ 0.3 of raw INSERTs", Got: ratio(pipeRate, rawRate), Want: 0.3},
+		},
+		Notes: []string{
+			fmt.Sprintf("worker batch %d, flush %s, prefetch %d; relay batch %d, %d events per message; the naive consumer ran for %s",
+				cfg.WorkerBatch, cfg.WorkerFlush, cfg.WorkerPrefetch, cfg.RelayBatch, cfg.RelayPack, naiveTime.Round(time.Millisecond)),
+		},
+	}, nil
+}
+
+// events makes n distinct accepted-order events of a sale.
+func events(sale int64, n int) []orders.Event {
+	now := time.Now().UnixMilli()
+	out := make([]orders.Event, n)
+	for i := range out {
+		u := fmt.Sprintf("user-%07d", i)
+		out[i] = orders.Event{OrderID: orders.NewID(sale), SaleID: sale, UserID: u, Qty: 1, PriceCents: 100, RequestID: "req-" + u, At: now}
+	}
+	return out
+}
+
+func ordersOf(evs []orders.Event, window time.Duration) []orders.Order {
+	now := time.Now()
+	out := make([]orders.Order, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Order(window, now)
+	}
+	return out
+}
+
+// waitPersisted polls the worker's own counter (not MySQL, whose COUNT(*)
+// would compete with the writes being measured) until n orders are in.
+func waitPersisted(ctx context.Context, m *worker.Metrics, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for m.Persisted() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d orders persisted after %s", m.Persisted(), n, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// checkRows verifies that the sale has exactly n orders in MySQL.
+func checkRows(ctx context.Context, e *Env, sale int64, n int) error {
+	var got int
+	if err := e.DB.GetContext(ctx, &got, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale); err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("pipeline: %d orders in MySQL, want %d", got, n)
+	}
+	return nil
+}
+
+// naiveConsume publishes evs to a queue of its own, then consumes it the
+// naive way for at most d: prefetch 1, one transaction and one ack per
+// message. It returns how many it wrote and how long that took.
+func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Duration) (int, time.Duration, error) {
+	ch, err := e.Broker.Channel(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ch.Close()
+	queue := e.Config.AMQPPrefix + ".naive"
+	if _, err := ch.QueueDeclare(queue, false, true, false, false, nil); err != nil {
+		return 0, 0, err
+	}
+	if err := ch.Confirm(false); err != nil {
+		return 0, 0, err
+	}
+	// Only as many messages as the naive consumer can take in d (at most
+	// 2,000/s here), so the fill does not dominate the run.
+	fill := evs[:min(len(evs), int(d.Seconds())*2000)]
+	var pending []*amqp.DeferredConfirmation
+	for _, ev := range fill {
+		body, _ := json.Marshal(ev)
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: body})
+		if err != nil {
+			return 0, 0, err
+		}
+		pending = append(pending, dc)
+	}
+	for _, dc := range pending {
+		if !dc.Wait() {
+			return 0, 0, fmt.Errorf("naive fill not confirmed")
+		}
+	}
+	if err := ch.Qos(1, 0, false); err != nil {
+		return 0, 0, err
+	}
+	deliveries, err := ch.Consume(queue, "naive", false, false, false, false, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	done := 0
+	for done < len(fill) && time.Since(start) < d {
+		dl := <-deliveries
+		var ev orders.Event
+		if err := json.Unmarshal(dl.Body, &ev); err != nil {
+			return done, time.Since(start), err
+		}
+		o := ordersOf([]orders.Event{ev}, e.Config.PaymentWindow)
+		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, o) }); err != nil {
+			return done, time.Since(start), err
+		}
+		if err := dl.Ack(false); err != nil {
+			return done, time.Since(start), err
+		}
+		done++
+	}
+	return done, time.Since(start), nil
+}

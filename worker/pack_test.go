@@ -1,0 +1,67 @@
+package worker
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func entry(i int) redis.XMessage {
+	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: map[string]any{
+		"order_id": fmt.Sprintf("01JDQ0000000000000000000%02d-7", i), "sale_id": "7", "user_id": fmt.Sprint("u", i),
+		"qty": "1", "price": "100", "request_id": fmt.Sprintf("request-%04d", i), "ts": "1700000000000",
+	}}
+}
+
+// TestPack: events travel in messages of up to Pack, in stream order; an
+// unreadable entry travels alone and breaks the run; every message decodes
+// back to exactly its entries.
+func TestPack(t *testing.T) {
+	var entries []redis.XMessage
+	for i := range 8 {
+		entries = append(entries, entry(i))
+	}
+	entries[3].Values["qty"] = "lots"
+	msgs := pack(entries, 3)
+	var got [][]string
+	for _, m := range msgs {
+		got = append(got, m.ids)
+	}
+	want := [][]string{{"0-0", "1-0", "2-0"}, {"3-0"}, {"4-0", "5-0", "6-0"}, {"7-0"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages %v, want %v", got, want)
+	}
+	for i, m := range msgs {
+		evs, err := decodeEvents(m.body)
+		if i == 1 {
+			if err == nil {
+				t.Fatalf("unreadable entry decoded: %s", m.body)
+			}
+			continue
+		}
+		if err != nil || len(evs) != len(m.ids) {
+			t.Fatalf("message %d: %d events, %v", i, len(evs), err)
+		}
+		if approxEvents(m.body) != len(m.ids) {
+			t.Fatalf("message %d: approxEvents %d, want %d", i, approxEvents(m.body), len(m.ids))
+		}
+	}
+}
+
+func TestDecodeEventsStrict(t *testing.T) {
+	good := string(pack([]redis.XMessage{entry(1)}, 1)[0].body)
+	for _, body := range []string{
+		`[]`, `{}`, `[` + good[1:len(good)-1] + `,{"order_id":"x"}]`, `[{"surprise":1}]`, `nonsense`,
+		good[1:len(good)-1] + ` trailing`,
+	} {
+		if _, err := decodeEvents([]byte(body)); err == nil {
+			t.Errorf("%s: accepted", body)
+		}
+	}
+	for _, body := range []string{good, good[1 : len(good)-1]} {
+		if evs, err := decodeEvents([]byte(body)); err != nil || len(evs) != 1 {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}
