@@ -65,6 +65,7 @@ type Server struct {
 	outcomes *outcomes
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache
+	hubs     *hubs
 }
 
 // New builds a Server. It opens nothing; Run serves.
@@ -87,6 +88,7 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 		s.registry = prometheus.NewRegistry()
 	}
 	s.sales = newSaleCache(s.ledger, s.now)
+	s.hubs = newHubs(s)
 	for _, o := range cfg.AllowedOriginsList() {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
 			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
@@ -142,6 +144,8 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/end", s.setStatus("end"))
 	authed.GET("/sales/:id/stats", s.saleStats)
 
+	e.GET("/ws/sales/:id", s.serveWS)
+
 	s.engine = e
 	return nil
 }
@@ -155,6 +159,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Shutdown neither closes nor waits for hijacked (WebSocket) connections.
+	srv.RegisterOnShutdown(s.hubs.closeAll)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+)
+
+// Live stock over WebSocket. One hub per watched sale in this process
+// polls the sale's stock hash in Redis (at most every ws_poll, only while
+// someone watches) and, when remaining or status changed, encodes one
+// prepared frame that every client's writer sends. Redis is the only
+// truth, so any number of server processes can serve the same sale.
+
+const (
+	wsWriteWait  = 5 * time.Second
+	wsPongWait   = 60 * time.Second
+	wsPingPeriod = wsPongWait * 9 / 10
+	// wsQueue is how many frames a client may lag behind before it is
+	// dropped as too slow; it bounds memory per connection.
+	wsQueue = 4
+	// wsReadLimit bounds what a client may send (it only answers pings).
+	wsReadLimit = 512
+)
+
+// stockMessage is the frame of API.md's Live stock section.
+type stockMessage struct {
+	Type      string    `json:"type"`
+	SaleID    int64     `json:"sale_id"`
+	Remaining int64     `json:"remaining"`
+	Total     int64     `json:"total"`
+	Sold      int64     `json:"sold"`
+	Status    string    `json:"status"`
+	At        time.Time `json:"at"`
+}
+
+// hubs holds the hubs of the sales watched in this process.
+type hubs struct {
+	s        *Server
+	upgrader websocket.Upgrader
+	mu       sync.Mutex
+	bySale   map[int64]*hub
+}
+
+func newHubs(s *Server) *hubs {
+	h := &hubs{s: s, bySale: map[int64]*hub{}}
+	h.upgrader = websocket.Upgrader{
+		HandshakeTimeout: 5 * time.Second,
+		ReadBufferSize:   256,
+		WriteBufferSize:  512,
+		WriteBufferPool:  &sync.Pool{},
+		CheckOrigin:      h.sameOrigin,
+	}
+	return h
+}
+
+// sameOrigin refuses upgrades a browser started from another site: the
+// Origin must name this host or one of the configured allowed origins. A
+// client without Origin is not a browser and may connect.
+func (h *hubs) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return u.Host == r.Host || slices.Contains(h.s.cfg.AllowedOriginsList(), origin)
+}
+
+// serveWS upgrades GET /ws/sales/{id} and registers the client with the
+// sale's hub.
+func (s *Server) serveWS(c *gin.Context) {
+	id, err := saleID(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if _, err := s.sales.get(c.Request.Context(), id); err != nil {
+		abort(c, classify(err))
+		return
+	}
+	if !s.hubs.sameOrigin(c.Request) {
+		abort(c, newError(http.StatusForbidden, "forbidden", "Cross-site WebSocket refused."))
+		return
+	}
+	conn, err := s.hubs.upgrader.Upgrade(c.Writer, c.Request, nil)
+	if err != nil {
+		// The upgrader has answered the client already.
+		return
+	}
+	s.hubs.join(id, conn)
+}
+
+// join adds a connection to the sale's hub, starting the hub if it is the
+// sale's first watcher here.
+func (h *hubs) join(sale int64, conn *websocket.Conn) {
+	cl := &wsClient{conn: conn, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+	h.mu.Lock()
+	hb, ok := h.bySale[sale]
+	if !ok {
+		ctx, stop := context.WithCancel(context.Background())
+		hb = &hub{hubs: h, sale: sale, clients: map[*wsClient]bool{}, stop: stop}
+		h.bySale[sale] = hb
+		go hb.run(ctx)
+	}
+	hb.clients[cl] = true
+	if hb.last != nil {
+		cl.send <- hb.last // the queue is empty: this never blocks
+	}
+	h.mu.Unlock()
+	h.s.metrics.wsClients.Inc()
+	go cl.write()
+	go func() {
+		cl.read()
+		h.leave(hb, cl)
+	}()
+}
+
+// leave removes a client; the last one out stops the hub.
+func (h *hubs) leave(hb *hub, cl *wsClient) {
+	h.mu.Lock()
+	if hb.clients[cl] {
+		delete(hb.clients, cl)
+		close(cl.done)
+		h.s.metrics.wsClients.Dec()
+	}
+	if len(hb.clients) == 0 && h.bySale[hb.sale] == hb {
+		delete(h.bySale, hb.sale)
+		hb.stop()
+	}
+	h.mu.Unlock()
+}
+
+// closeAll disconnects every client (server shutdown).
+func (h *hubs) closeAll() {
+	h.mu.Lock()
+	var all []*wsClient
+	for _, hb := range h.bySale {
+		for cl := range hb.clients {
+			all = append(all, cl)
+		}
+	}
+	h.mu.Unlock()
+	for _, cl := range all {
+		cl.conn.Close()
+	}
+}
+
+// hub polls one sale and fans its changes out.
+type hub struct {
+	hubs    *hubs
+	sale    int64
+	clients map[*wsClient]bool // guarded by hubs.mu
+	last    *websocket.PreparedMessage
+	stop    context.CancelFunc
+}
+
+func (hb *hub) run(ctx context.Context) {
+	tick := time.NewTicker(hb.hubs.s.cfg.WSPoll)
+	defer tick.Stop()
+	var sent stockMessage
+	for {
+		msg, err := hb.read(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			slog.Warn("ws hub: reading stock failed", "sale", hb.sale, "err", err)
+		case err == nil && (msg.Remaining != sent.Remaining || msg.Status != sent.Status || sent.Type == ""):
+			sent = msg
+			hb.broadcast(msg)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (hb *hub) read(ctx context.Context) (stockMessage, error) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := hb.hubs.s.inv.Stock(rctx, hb.sale)
+	if err != nil {
+		return stockMessage{}, err
+	}
+	now := hb.hubs.s.now()
+	return stockMessage{
+		Type: "stock", SaleID: hb.sale, Remaining: max(0, st.Available), Total: st.Total, Sold: st.Sold,
+		Status: st.StatusAt(now), At: now.UTC(),
+	}, nil
+}
+
+// broadcast encodes msg once and queues it for every client; a client
+// whose queue is full is too slow and is dropped, never waited for.
+func (hb *hub) broadcast(msg stockMessage) {
+	data, _ := json.Marshal(msg)
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	if err != nil {
+		slog.Error("ws hub: preparing frame", "err", err)
+		return
+	}
+	h := hb.hubs
+	var slow []*wsClient
+	h.mu.Lock()
+	hb.last = pm
+	for cl := range hb.clients {
+		select {
+		case cl.send <- pm:
+		default:
+			slow = append(slow, cl)
+		}
+	}
+	h.mu.Unlock()
+	for _, cl := range slow {
+		h.s.metrics.wsDropped.Inc()
+		cl.conn.Close() // its reader fails and the client leaves
+	}
+}
+
+// wsClient is one connection: a writer goroutine sends queued frames and
+// pings; a reader goroutine takes pongs and notices the close.
+type wsClient struct {
+	conn *websocket.Conn
+	send chan *websocket.PreparedMessage
+	done chan struct{}
+}
+
+func (cl *wsClient) write() {
+	ping := time.NewTicker(wsPingPeriod)
+	defer ping.Stop()
+	defer cl.conn.Close()
+	for {
+		select {
+		case <-cl.done:
+			return
+		case pm := <-cl.send:
+			_ = cl.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if err := cl.conn.WritePreparedMessage(pm); err != nil {
+				return
+			}
+		case <-ping.C:
+			if err := cl.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (cl *wsClient) read() {
+	cl.conn.SetReadLimit(wsReadLimit)
+	_ = cl.conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	cl.conn.SetPongHandler(func(string) error {
+		return cl.conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	})
+	for {
+		if _, _, err := cl.conn.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) {
+				slog.Debug("ws client gone", "err", err)
+			}
+			return
+		}
+	}
+}

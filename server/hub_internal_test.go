@@ -1,0 +1,73 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// wsPair returns the server side and the client side of a real WebSocket.
+func wsPair(t *testing.T) (server, client *websocket.Conn) {
+	t.Helper()
+	conns := make(chan *websocket.Conn, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conns <- c
+	}))
+	t.Cleanup(ts.Close)
+	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return <-conns, client
+}
+
+// TestBroadcastDropsSlowClient: a client whose queue is full is dropped
+// at once; the others get the frame; nobody waits for the slow one.
+func TestBroadcastDropsSlowClient(t *testing.T) {
+	s := &Server{metrics: newMetrics(prometheus.NewRegistry())}
+	h := newHubs(s)
+	hb := &hub{hubs: h, sale: 1, clients: map[*wsClient]bool{}}
+
+	fastSrv, fastCli := wsPair(t)
+	fast := &wsClient{conn: fastSrv, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+	go fast.write()
+	slowSrv, slowCli := wsPair(t)
+	slow := &wsClient{conn: slowSrv, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+	for range wsQueue {
+		slow.send <- nil // a writer that never catches up
+	}
+	hb.clients[fast], hb.clients[slow] = true, true
+
+	start := time.Now()
+	hb.broadcast(stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("broadcast took %s", d)
+	}
+	_ = fastCli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, data, err := fastCli.ReadMessage()
+	if err != nil || !strings.Contains(string(data), `"remaining":41`) {
+		t.Fatalf("fast client got %s, %v", data, err)
+	}
+	_ = slowCli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := slowCli.ReadMessage(); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("slow client still connected: %v", err)
+	}
+	var m dto.Metric
+	_ = s.metrics.wsDropped.Write(&m)
+	if got := m.GetCounter().GetValue(); got != 1 {
+		t.Errorf("dropped counter %v, want 1", got)
+	}
+	close(fast.done)
+}
