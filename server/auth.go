@@ -144,6 +144,29 @@ func (s *Server) createSession(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"user_id": id, "name": name, "token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
 }
 
+// whoAmI tells a page whose session its HttpOnly cookie holds; without a
+// valid session it answers signed_in false rather than a 401, which a
+// browser would log as an error.
+func (s *Server) whoAmI(c *gin.Context) {
+	raw, ok := bearer(c)
+	if !ok {
+		raw, _ = c.Cookie(sessionCookie)
+	}
+	u, err := s.parseToken(raw)
+	if raw == "" || err != nil {
+		c.JSON(http.StatusOK, gin.H{"signed_in": false})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name})
+}
+
+// endSession signs a shopper out of this browser by clearing the cookie;
+// the token itself stays valid until it expires.
+func (s *Server) endSession(c *gin.Context) {
+	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
+	c.JSON(http.StatusOK, gin.H{"ok": true})
+}
+
 func (s *Server) setCookie(c *gin.Context, name, value string, exp time.Time, site http.SameSite) {
 	ck := &http.Cookie{
 		Name: name, Value: value, Path: "/", HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: site,
@@ -160,29 +183,45 @@ func (s *Server) setCookie(c *gin.Context, name, value string, exp time.Time, si
 // requireAdmin lets a request through with the configured admin bearer
 // token or a live admin session cookie.
 func (s *Server) requireAdmin(c *gin.Context) {
-	if tok, ok := bearer(c); ok {
-		if s.cfg.AdminToken != "" && equalSecret(tok, s.cfg.AdminToken) {
-			c.Next()
-			return
-		}
-		abort(c, unauthenticated("Admin token not valid."))
-		return
-	}
-	sess, err := c.Cookie(adminCookie)
-	if err != nil || len(sess) != 64 {
-		abort(c, unauthenticated("Log in as the merchant first."))
-		return
-	}
-	n, err := s.rdb.Exists(c.Request.Context(), s.inv.Keys().AdminSession(sess)).Result()
-	if err != nil {
-		abort(c, unavailable(err))
-		return
-	}
-	if n == 0 {
-		abort(c, unauthenticated("Your admin session has ended; log in again."))
+	if err := s.adminAuth(c); err != nil {
+		abort(c, err)
 		return
 	}
 	c.Next()
+}
+
+// adminAuth checks the bearer admin token or the admin session cookie.
+func (s *Server) adminAuth(c *gin.Context) error {
+	if tok, ok := bearer(c); ok {
+		if s.cfg.AdminToken != "" && equalSecret(tok, s.cfg.AdminToken) {
+			return nil
+		}
+		return unauthenticated("Admin token not valid.")
+	}
+	sess, err := c.Cookie(adminCookie)
+	if err != nil || len(sess) != 64 {
+		return unauthenticated("Log in as the merchant first.")
+	}
+	n, err := s.rdb.Exists(c.Request.Context(), s.inv.Keys().AdminSession(sess)).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	if n == 0 {
+		return unauthenticated("Your admin session has ended; log in again.")
+	}
+	return nil
+}
+
+// adminSession tells the admin page whether it is logged in, without a
+// 401 (which a browser logs as an error) when it is not.
+func (s *Server) adminSession(c *gin.Context) {
+	err := s.adminAuth(c)
+	var e *Error
+	if err != nil && (!errors.As(err, &e) || e.Status != http.StatusUnauthorized) {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"signed_in": err == nil})
 }
 
 func equalSecret(a, b string) bool {

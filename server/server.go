@@ -123,6 +123,8 @@ func (s *Server) routes() error {
 
 	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
 	api.POST("/session", s.createSession)
+	api.GET("/session", s.whoAmI)
+	api.DELETE("/session", s.endSession)
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
@@ -133,6 +135,7 @@ func (s *Server) routes() error {
 	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
 	admin.POST("/login", s.login)
 	admin.POST("/logout", s.logout)
+	admin.GET("/session", s.adminSession)
 	authed := admin.Group("", s.requireAdmin)
 	authed.POST("/sales", s.createSale)
 	authed.GET("/sales", s.adminListSales)
@@ -145,6 +148,7 @@ func (s *Server) routes() error {
 	authed.GET("/sales/:id/stats", s.saleStats)
 
 	e.GET("/ws/sales/:id", s.serveWS)
+	s.pages(e)
 
 	s.engine = e
 	return nil

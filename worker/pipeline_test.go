@@ -59,16 +59,13 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 }
 
 func (p *pipeline) relay(b *worker.Broker) *worker.Relay {
-	return worker.NewRelay(p.Redis, p.Keys, p.Ledger, b, p.metrics, worker.RelayConfig{
-		Batch: p.Config.RelayBatch, Pack: p.Config.RelayPack, ClaimIdle: p.Config.RelayClaimIdle, Lookback: time.Hour, Poll: 100 * time.Millisecond,
-	})
+	rc := worker.RelayConfigOf(p.Config)
+	rc.Poll = 100 * time.Millisecond
+	return worker.NewRelay(p.Redis, p.Keys, p.Ledger, b, p.metrics, rc)
 }
 
 func (p *pipeline) worker(b *worker.Broker, ledger *orders.Store) *worker.Worker {
-	return worker.New(b, ledger, p.Inventory, p.metrics, worker.Config{
-		Batch: p.Config.WorkerBatch, Flush: p.Config.WorkerFlush, Prefetch: p.Config.WorkerPrefetch,
-		Window: p.Config.PaymentWindow, Consumers: p.Config.WorkerConsumers,
-	})
+	return worker.New(b, ledger, p.Inventory, p.metrics, worker.ConfigOf(p.Config))
 }
 
 // startAll runs a relay and a worker on the pipeline's own broker.

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -42,6 +43,13 @@ type RelayConfig struct {
 	Lookback time.Duration
 	// Poll is how often the list of live sales is refreshed.
 	Poll time.Duration
+}
+
+// RelayConfigOf takes a relay's settings from the configuration.
+func RelayConfigOf(c configs.Config) RelayConfig {
+	return RelayConfig{
+		Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Lookback: c.PaymentWindow + c.SaleRetention,
+	}
 }
 
 // Relay publishes the order events of every live sale's outbox stream to

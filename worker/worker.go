@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -35,6 +36,14 @@ type Config struct {
 	TimeoutWorkers int
 	// Consumers is how many batches are written to MySQL at once.
 	Consumers int
+}
+
+// ConfigOf takes a worker's settings from the configuration.
+func ConfigOf(c configs.Config) Config {
+	return Config{
+		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
+		Consumers: c.WorkerConsumers,
+	}
 }
 
 // Releaser returns a cancelled order's units to its sale, exactly once.

@@ -115,17 +115,11 @@ func (s *system) ready() map[string]func(context.Context) error {
 }
 
 func (s *system) relay() *worker.Relay {
-	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.broker, s.metrics, worker.RelayConfig{
-		Batch: s.cfg.RelayBatch, Pack: s.cfg.RelayPack, ClaimIdle: s.cfg.RelayClaimIdle,
-		Lookback: s.cfg.PaymentWindow + s.cfg.SaleRetention,
-	})
+	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.broker, s.metrics, worker.RelayConfigOf(s.cfg))
 }
 
 func (s *system) worker() *worker.Worker {
-	return worker.New(s.broker, s.ledger, s.inv, s.metrics, worker.Config{
-		Batch: s.cfg.WorkerBatch, Flush: s.cfg.WorkerFlush, Prefetch: s.cfg.WorkerPrefetch, Window: s.cfg.PaymentWindow,
-		Consumers: s.cfg.WorkerConsumers,
-	})
+	return worker.New(s.broker, s.ledger, s.inv, s.metrics, worker.ConfigOf(s.cfg))
 }
 
 // serve runs the HTTP server and the outbox relay (and, for `all`, the

@@ -40,6 +40,9 @@ type Options struct {
 	Clients int
 	// WSClients is the number of WebSocket clients of the fan-out case.
 	WSClients int
+	// Binary is the seckill binary that cases start as a child process;
+	// empty means this executable.
+	Binary string
 }
 
 // Table is one case's result.
@@ -70,6 +73,7 @@ type Case struct {
 // Cases lists the suite in the order it runs.
 var Cases = []Case{
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
+	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 }
 
 // Run runs the named cases (all when names is empty) and returns their

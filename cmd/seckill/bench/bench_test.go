@@ -3,6 +3,8 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,12 @@ func TestCasesRun(t *testing.T) {
 		t.Skip("runs the benchmark suite in small")
 	}
 	cfg := servertest.Config(t)
-	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 50}
+	// Cases start `seckill serve` as a child: build it.
+	bin := filepath.Join(t.TempDir(), "seckill")
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Binary: bin}
 	tables, err := bench.Run(context.Background(), cfg, nil, o, testWriter{t})
 	if err != nil {
 		t.Fatal(err)

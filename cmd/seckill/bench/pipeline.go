@@ -57,13 +57,10 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		}
 	}
 	m := worker.NewMetrics(prometheus.NewRegistry())
-	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Ledger, e.Broker, m, worker.RelayConfig{
-		Batch: cfg.RelayBatch, Pack: cfg.RelayPack, ClaimIdle: cfg.RelayClaimIdle, Lookback: time.Hour, Poll: 50 * time.Millisecond,
-	})
-	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, worker.Config{
-		Batch: cfg.WorkerBatch, Flush: cfg.WorkerFlush, Prefetch: cfg.WorkerPrefetch, Window: cfg.PaymentWindow,
-		Consumers: cfg.WorkerConsumers,
-	})
+	rc := worker.RelayConfigOf(cfg)
+	rc.Poll = 50 * time.Millisecond
+	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Ledger, e.Broker, m, rc)
+	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, worker.ConfigOf(cfg))
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	start = time.Now()

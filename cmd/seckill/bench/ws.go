@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+// wsCase measures live-stock fan-out: N WebSocket clients on one server
+// process (a real `seckill serve` child, so its memory is its own) watch
+// one sale; after each stock change, how long until each client has it,
+// and the server's memory per connection. The baseline is a small crowd
+// measured the same way in the same run.
+func wsCase(ctx context.Context, e *Env, o Options) (Table, error) {
+	raiseFileLimit()
+	base := min(100, o.WSClients)
+	srv, err := e.server(e.Config, nil)
+	if err != nil {
+		return Table{}, err
+	}
+	sale, err := e.sale(ctx, srv, 1_000_000, 1_000_000, 100)
+	if err != nil {
+		return Table{}, err
+	}
+	child, err := startServe(ctx, e, o.Binary)
+	if err != nil {
+		return Table{}, err
+	}
+	defer child.stop()
+
+	var rows [][]string
+	var results []fanout
+	for _, n := range []int{base, o.WSClients} {
+		r, err := measureFanout(ctx, e, child, sale.ID, n, 5)
+		if err != nil {
+			return Table{}, fmt.Errorf("%d clients: %w", n, err)
+		}
+		results = append(results, r)
+		rows = append(rows, []string{
+			fmt.Sprint(n), fmt.Sprint(r.connected), ms(r.p50), ms(r.p99), ms(r.max),
+			fmt.Sprintf("%.1f", r.bytesPerConn/1024), f2(ratio(float64(r.p99), float64(results[0].p99))),
+		})
+	}
+	big := results[len(results)-1]
+	return Table{
+		Title:  fmt.Sprintf("WebSocket fan-out: one server process, one sale, up to %d watchers", o.WSClients),
+		Header: []string{"clients", "connected", "p50 ms", "p99 ms", "max ms", "server KiB/conn", "p99 × small crowd"},
+		Rows:   rows,
+		Goals: []Goal{
+			{What: fmt.Sprintf("%d clients connected and served every update", o.WSClients), Got: float64(big.served), Want: float64(o.WSClients)},
+		},
+		Notes: []string{
+			fmt.Sprintf("latency = stock change in Redis → frame read by the client, over 5 changes; includes the hub's poll interval (ws_poll %s)", e.Config.WSPoll),
+			"server memory = growth of the `seckill serve` process's resident set while the clients connected, divided by the clients",
+		},
+	}, nil
+}
+
+type fanout struct {
+	connected, served int
+	p50, p99, max     time.Duration
+	bytesPerConn      float64
+}
+
+// measureFanout connects n clients, then makes `changes` stock changes one
+// after another and records, per change, when each client saw it.
+func measureFanout(ctx context.Context, e *Env, child *serveChild, sale int64, n, changes int) (fanout, error) {
+	rss0 := child.rss()
+	url := fmt.Sprintf("ws://%s/ws/sales/%d", child.addr, sale)
+	dialer := &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 512, WriteBufferSize: 256}
+	// client is one watcher and when it read each remaining value.
+	type client struct {
+		conn *websocket.Conn
+		mu   sync.Mutex
+		seen map[int64]time.Time
+	}
+	clients := make([]*client, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	for i := range clients {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, _, err := dialer.DialContext(ctx, url, nil)
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			clients[i] = &client{conn: c, seen: map[int64]time.Time{}}
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, cl := range clients {
+			if cl != nil {
+				cl.conn.Close()
+			}
+		}
+	}()
+	if failed.Load() > 0 {
+		return fanout{}, fmt.Errorf("%d of %d connections failed, first: %v", failed.Load(), n, firstErr.Load())
+	}
+	var readers sync.WaitGroup
+	for _, cl := range clients {
+		readers.Go(func() {
+			for {
+				_, data, err := cl.conn.ReadMessage()
+				if err != nil {
+					return
+				}
+				at := time.Now()
+				var m struct {
+					Remaining int64 `json:"remaining"`
+				}
+				if json.Unmarshal(data, &m) == nil {
+					cl.mu.Lock()
+					if _, ok := cl.seen[m.Remaining]; !ok {
+						cl.seen[m.Remaining] = at
+					}
+					cl.mu.Unlock()
+				}
+			}
+		})
+	}
+	seen := func(i int, remaining int64) (time.Time, bool) {
+		cl := clients[i]
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		at, ok := cl.seen[remaining]
+		return at, ok
+	}
+	// Everyone has the first frame before the clock starts.
+	st, err := e.Inv.Stock(ctx, sale)
+	if err != nil {
+		return fanout{}, err
+	}
+	if err := waitAll(ctx, n, func(i int) bool { _, ok := seen(i, st.Available); return ok }, 30*time.Second); err != nil {
+		return fanout{}, fmt.Errorf("initial frame: %w", err)
+	}
+	rss1 := child.rss()
+
+	var lat []time.Duration
+	served := n
+	remaining := st.Available
+	for k := range changes {
+		start := time.Now()
+		res, err := e.Inv.Reserve(ctx, sale, []inventory.Request{{
+			UserID: fmt.Sprintf("ws-%d-%d", n, k), Qty: 1, RequestID: fmt.Sprintf("ws-bench-%d-%d", n, k), OrderID: orders.NewID(sale),
+		}})
+		if err != nil || res[0].Err != nil {
+			return fanout{}, fmt.Errorf("stock change: %v %v", err, res)
+		}
+		remaining--
+		if err := waitAll(ctx, n, func(i int) bool { _, ok := seen(i, remaining); return ok }, 30*time.Second); err != nil {
+			served = 0
+		}
+		for i := range n {
+			if at, ok := seen(i, remaining); ok {
+				lat = append(lat, at.Sub(start))
+			}
+		}
+		time.Sleep(250 * time.Millisecond) // let the hub's next poll see no change
+	}
+	for _, cl := range clients {
+		cl.conn.Close()
+	}
+	readers.Wait()
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	return fanout{
+		connected: n, served: served, p50: pct(0.5), p99: pct(0.99), max: pct(1),
+		bytesPerConn: float64(rss1-rss0) / float64(n),
+	}, nil
+}
+
+// waitAll polls ok for every client index until all pass or limit ends.
+func waitAll(ctx context.Context, n int, ok func(int) bool, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for i := 0; i < n; {
+		if ok(i) {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("client %d of %d still waiting after %s", i, n, limit)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+
+// serveChild is a `seckill serve` process on the env's names.
+type serveChild struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startServe(ctx context.Context, e *Env, binary string) (*serveChild, error) {
+	if binary == "" {
+		var err error
+		if binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(),
+		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+e.Config.RedisPrefix, "SECKILL_AMQP_PREFIX="+e.Config.AMQPPrefix,
+		"SECKILL_MYSQL_DSN="+e.Config.MySQLDSN, "SECKILL_LOG_LEVEL=warn",
+	)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s serve: %w", binary, err)
+	}
+	c := &serveChild{cmd: cmd, addr: addr}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.stop()
+			return nil, fmt.Errorf("seckill serve did not come up on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *serveChild) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rss is the child's resident set size in bytes.
+func (c *serveChild) rss() int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// raiseFileLimit lifts the soft open-files limit to the hard one: ten
+// thousand sockets need it, here and in the child that inherits it.
+func raiseFileLimit() {
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+}

@@ -1,0 +1,290 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/worker"
+)
+
+// artifacts is where screenshots go (git-ignored).
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("SECKILL_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "test-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// browser starts headless Chromium for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("SECKILL_CHROMIUM")
+	if path == "" {
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	if path == "" {
+		t.Fatal("no Chromium found: install it with `apt-get install -y chromium` (.ci/run does), or set SECKILL_CHROMIUM")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return ctx
+}
+
+// tab is one page in a browser context of its own (own cookies), whose
+// console errors fail the test.
+type tab struct {
+	t    *testing.T
+	name string
+	ctx  context.Context
+	base string
+
+	mu      sync.Mutex
+	errors  []string
+	allowed []string // console errors a step provokes on purpose
+}
+
+func newTab(t *testing.T, b context.Context, name, base string) *tab {
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	tb := &tab{t: t, name: name, ctx: ctx, base: base}
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				tb.mu.Lock()
+				tb.errors = append(tb.errors, m.String())
+				tb.mu.Unlock()
+			}
+		}
+	}()
+	return tb
+}
+
+func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		tb.t.Fatalf("%s: %s: %v", tb.name, what, err)
+	}
+}
+
+// waitJS waits until the expression is truthy.
+func (tb *tab) waitJS(what, expr string, limit time.Duration) {
+	tb.t.Helper()
+	tb.do(what, chromedp.Steps(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingInterval(50*time.Millisecond),
+			chromedp.WithPollingTimeout(limit))(ctx, t)
+		return err
+	})))
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		tb.t.Fatalf("%s: text of %s: %v", tb.name, sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func (tb *tab) screenshot(dir, file string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("%s: screenshot: %v", tb.name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+func (tb *tab) checkConsole() {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+next:
+	for _, e := range tb.errors {
+		for _, a := range tb.allowed {
+			if strings.Contains(e, a) {
+				continue next
+			}
+		}
+		tb.t.Errorf("%s: console: %s", tb.name, e)
+	}
+}
+
+// TestFlashSaleInBrowser is the story of a flash sale in real browsers:
+// the merchant creates a sale that opens in a few seconds; a shopper
+// watches the countdown, buys the moment the button enables; a second
+// shopper sees the stock fall without reloading and buys the last unit;
+// both pages show sold out; the dashboard shows the numbers.
+func TestFlashSaleInBrowser(t *testing.T) {
+	env := servertest.New(t)
+	srv := env.Server(t, nil)
+	broker := servertest.Broker(t, env.Config)
+	m := worker.NewMetrics(prometheus.NewRegistry())
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = worker.NewRelay(env.Redis, env.Keys, env.Ledger, broker, m, worker.RelayConfigOf(env.Config)).Run(ctx)
+	})
+	wg.Go(func() { _ = worker.New(broker, env.Ledger, env.Inventory, m, worker.ConfigOf(env.Config)).Run(ctx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+	site := servertest.HTTP(t, srv.Handler())
+	dir := artifacts(t)
+	b := browser(t)
+
+	// The merchant logs in and creates a sale opening in 8 seconds.
+	admin := newTab(t, b, "admin", site.URL)
+	admin.do("log in",
+		chromedp.Navigate(site.URL+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#password"), servertest.AdminPassword),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#new-sale")),
+		chromedp.Click(chromedp.CSS("#new-sale")),
+		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "Midnight drop"),
+		chromedp.SendKeys(chromedp.CSS("#f-item"), "Keyboard K2"),
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "4999"),
+		chromedp.SendKeys(chromedp.CSS("#f-total"), "3"),
+	)
+	// Field-level validation: a limit above the total is refused by the API
+	// and shown next to its field (the browser logs the 400 it answers).
+	admin.allowed = append(admin.allowed, "status of 400 (Bad Request)")
+	admin.do("bad limit",
+		chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "5"),
+		chromedp.Click(chromedp.CSS("#save")),
+	)
+	admin.waitJS("limit error shown", `document.querySelector("#err-per_user_limit").textContent.length > 0`, 10*time.Second)
+	admin.screenshot(dir, "admin-form-validation.png")
+	_, err := chromedp.Run(admin.ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		const pad = (n) => String(n).padStart(2, "0");
+		const local = (d) => d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" +
+			pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+		const start = new Date(Date.now() + 8000);
+		document.querySelector("#f-starts_at").value = local(start);
+		document.querySelector("#f-ends_at").value = local(new Date(start.getTime() + 3600000));
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.do("create", chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "2"), chromedp.Click(chromedp.CSS("#save")))
+	admin.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-remaining")`, 10*time.Second)
+	loc, err := chromedp.Run(admin.ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saleID int64
+	if _, err := fmt.Sscanf(loc[strings.LastIndex(loc, "/")+1:], "%d", &saleID); err != nil {
+		t.Fatalf("dashboard location %q: %v", loc, err)
+	}
+	salePage := fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)
+
+	// Two shoppers sign in; the first sees the sale listed with its countdown.
+	alice, bob := newTab(t, b, "alice", site.URL), newTab(t, b, "bob", site.URL)
+	for _, s := range []*tab{alice, bob} {
+		s.do("sign in",
+			chromedp.Navigate(site.URL+"/"),
+			chromedp.WaitVisible(chromedp.CSS("#name")),
+			chromedp.SendKeys(chromedp.CSS("#name"), s.name),
+			chromedp.Click(chromedp.CSS("#signin")),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, saleID))),
+		)
+	}
+	alice.screenshot(dir, "shopper-sales.png")
+	for _, s := range []*tab{alice, bob} {
+		s.do("open sale", chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#buy")))
+		s.waitJS("live stock", `document.querySelector("#mode").classList.contains("live")`, 10*time.Second)
+	}
+	if st := alice.text("#status"); st != "Starts soon" {
+		t.Errorf("before the start the status reads %q", st)
+	}
+	alice.waitJS("countdown", `/^00:0\d$/.test(document.querySelector("#countdown").textContent)`, 5*time.Second)
+	disabled, err := chromedp.Run(alice.ctx, chromedp.Evaluate[bool](`document.querySelector("#buy").disabled`))
+	if err != nil || !disabled {
+		t.Fatalf("buy button enabled before the start (%v)", err)
+	}
+	alice.screenshot(dir, "sale-countdown.png")
+
+	// The button enables when the sale opens; alice buys two.
+	alice.waitJS("buy enabled", `!document.querySelector("#buy").disabled`, 20*time.Second)
+	alice.do("buy two",
+		chromedp.Click(chromedp.CSS(`[aria-label="more"]`)),
+		chromedp.Click(chromedp.CSS("#buy")),
+	)
+	alice.waitJS("purchase result", `document.querySelector("#result-title")?.textContent === "You got it!"`, 10*time.Second)
+	alice.screenshot(dir, "sale-after-purchase.png")
+
+	// Bob's page follows without a reload, then he buys the last unit.
+	bob.waitJS("stock fell to 1", `document.querySelector("#remaining").textContent === "1"`, 10*time.Second)
+	bob.do("buy the last one", chromedp.Click(chromedp.CSS("#buy")))
+	bob.waitJS("purchase result", `document.querySelector("#result-title")?.textContent === "You got it!"`, 10*time.Second)
+	for _, s := range []*tab{alice, bob} {
+		s.waitJS("sold out", `document.querySelector("#status").textContent === "Sold out" &&
+			document.querySelector("#remaining").textContent === "0" && document.querySelector("#buy").disabled`, 10*time.Second)
+	}
+	bob.screenshot(dir, "sale-sold-out.png")
+
+	// Alice pays; her orders page says so.
+	alice.do("pay", chromedp.Click(chromedp.CSS("#pay")))
+	alice.waitJS("paid", `document.querySelector("#result-title")?.textContent.startsWith("Paid")`, 10*time.Second)
+	alice.do("orders", chromedp.Navigate(site.URL+"/#/orders"), chromedp.WaitVisible(chromedp.CSS("[data-order]")))
+	if st := alice.text("[data-order] .badge"); st != "paid" {
+		t.Errorf("alice's order reads %q", st)
+	}
+	alice.screenshot(dir, "shopper-orders.png")
+
+	// The dashboard shows the sale's numbers.
+	admin.waitJS("dashboard numbers", `document.querySelector("#stat-sold").textContent === "3" &&
+		document.querySelector("#stat-remaining").textContent === "0" &&
+		document.querySelector("#stat-orders_persisted").textContent === "2" &&
+		document.querySelector("#stat-orders_paid").textContent === "1"`, 20*time.Second)
+	admin.screenshot(dir, "admin-dashboard.png")
+	admin.do("sales list", chromedp.Navigate(site.URL+"/admin#/"), chromedp.WaitVisible(chromedp.CSS("#sales")))
+	admin.screenshot(dir, "admin-sales.png")
+
+	// Phone width.
+	bob.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#buy")))
+	bob.waitJS("stock shown", `document.querySelector("#remaining").textContent === "0"`, 10*time.Second)
+	bob.screenshot(dir, "sale-phone.png")
+
+	for _, s := range []*tab{admin, alice, bob} {
+		s.checkConsole()
+	}
+}

@@ -1,0 +1,348 @@
+// The merchant admin panel: login, sales list, create/edit form, restock,
+// pause/resume/end, live dashboard. Hash routes: #/, #/new, #/sales/{id},
+// #/sales/{id}/edit.
+import { $, el, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
+
+const pg = page($("#app"));
+
+function toast(msg) {
+  const t = el("div", { class: "toast", role: "status" }, msg);
+  document.body.append(t);
+  setTimeout(() => t.remove(), 3000);
+}
+
+function signedIn(yes) {
+  $("#who").replaceChildren(...(yes ? [el("button", { class: "ghost small", id: "logout", onclick: logout }, "Log out")] : []));
+}
+
+async function logout() {
+  try { await api("POST", "/admin/api/logout"); } catch (e) { /* gone anyway */ }
+  signedIn(false);
+  loginView();
+}
+
+// guard runs an admin call; a 401 sends the merchant to the login page.
+async function guard(fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e.code === "unauthenticated") {
+      signedIn(false);
+      loginView();
+      return undefined;
+    }
+    throw e;
+  }
+}
+
+function loginView() {
+  nav("");
+  const pw = el("input", { type: "password", id: "password", autocomplete: "current-password", required: true });
+  const err = el("span", { class: "err", id: "login-error" });
+  const submit = el("button", { class: "primary", type: "submit", id: "login" }, "Log in");
+  pg.show(el("form", { class: "card signin", onsubmit: async (ev) => {
+    ev.preventDefault();
+    submit.disabled = true;
+    err.textContent = "";
+    try {
+      await api("POST", "/admin/api/login", { password: pw.value });
+      signedIn(true);
+      location.hash = "#/";
+      route();
+    } catch (e) {
+      err.textContent = e.code === "rate_limited" ? `Too many attempts; wait ${e.retryAfter || 60} s.` : e.message;
+    }
+    submit.disabled = false;
+  } },
+  el("h1", {}, "Merchant login"),
+  el("label", {}, "Password", pw, err),
+  submit));
+  pw.focus();
+}
+
+async function act(id, action, body) {
+  try {
+    const s = await guard(() => api("POST", `/admin/api/sales/${id}/${action}`, body));
+    if (s) toast(`Sale ${id}: ${action} done`);
+    return s;
+  } catch (e) {
+    toast(e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message);
+    return undefined;
+  }
+}
+
+function controls(sale, after) {
+  const qty = el("input", { type: "number", min: "1", value: "100", style: "width:6rem", "aria-label": "units to add", id: `restock-qty-${sale.id}` });
+  const b = (label, action, show, cls = "small") => show
+    ? el("button", { class: cls, "data-action": action, onclick: async () => { if (await act(sale.id, action)) after(); } }, label)
+    : null;
+  return el("div", { class: "actions" },
+    b("Pause", "pause", sale.status === "active" || sale.status === "scheduled" || sale.status === "sold_out"),
+    b("Resume", "resume", sale.status === "paused"),
+    b("End", "end", sale.status !== "ended"),
+    sale.status !== "ended" ? el("span", { class: "row" }, qty,
+      el("button", { class: "small", "data-action": "restock", onclick: async () => {
+        if (await act(sale.id, "restock", { qty: Number(qty.value) })) after();
+      } }, "Restock")) : null);
+}
+
+async function salesView() {
+  nav("sales");
+  let list;
+  try {
+    list = await guard(() => api("GET", "/admin/api/sales"));
+  } catch (e) {
+    return pg.show(el("p", { class: "result bad" }, e.message));
+  }
+  if (!list) return;
+  signedIn(true);
+  const sales = list.sales;
+  const rows = sales.map((s) => el("tr", { "data-sale": s.id },
+    el("td", {}, s.id),
+    el("td", {}, el("a", { href: `#/sales/${s.id}` }, el("strong", {}, s.name)), el("div", { class: "muted" }, s.item)),
+    el("td", {}, el("span", { class: `badge ${s.status}` }, statusLabel[s.status])),
+    el("td", {}, `${s.sold} / ${s.total}`),
+    el("td", { class: "hide-narrow" }, money(s.price_cents)),
+    el("td", { class: "hide-narrow muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
+    el("td", {}, el("div", { class: "actions" },
+      el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
+      s.status !== "ended" ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
+  pg.show(
+    el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Sales"),
+      el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
+    sales.length ? el("div", { class: "table-wrap" }, el("table", { id: "sales" },
+      el("thead", {}, el("tr", {}, ["#", "Sale", "Status", "Sold", "Price", "Window", ""].map((h, i) =>
+        el("th", { class: i === 4 || i === 5 ? "hide-narrow" : null }, h)))),
+      el("tbody", {}, rows)))
+      : el("p", { class: "empty" }, "No sales yet. Create the first one."));
+}
+
+// toLocalInput turns an RFC 3339 time into a datetime-local value.
+function toLocalInput(iso) {
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+async function formView(id) {
+  nav(id ? "" : "new");
+  let sale = null;
+  if (id) {
+    try {
+      sale = await guard(() => api("GET", `/admin/api/sales/${id}`));
+    } catch (e) {
+      return pg.show(el("p", { class: "result bad" }, e.message));
+    }
+    if (!sale) return;
+  }
+  const start = new Date(serverNow() + 60_000);
+  const fields = {
+    name: ["Sale name", { value: sale ? sale.name : "", maxlength: "200" }],
+    item: ["Item", { value: sale ? sale.item : "", maxlength: "200" }],
+    price_cents: ["Price (cents)", { type: "number", min: "0", step: "1", value: sale ? sale.price_cents : "" }],
+    total: ["Units for sale", { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
+    per_user_limit: ["Limit per customer", { type: "number", min: "1", step: "1", value: sale ? sale.per_user_limit : "1" }],
+    starts_at: ["Starts", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
+    ends_at: ["Ends", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
+  };
+  const inputs = {}, errs = {};
+  const labels = Object.entries(fields).map(([k, [label, attrs]]) => {
+    inputs[k] = el("input", { id: `f-${k}`, name: k, ...attrs });
+    errs[k] = el("span", { class: "err", id: `err-${k}` });
+    return el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]);
+  });
+  const formErr = el("div", { id: "form-error" });
+  const submit = el("button", { class: "primary", type: "submit", id: "save" }, sale ? "Save changes" : "Create sale");
+  const onsubmit = async (ev) => {
+    ev.preventDefault();
+    for (const k in errs) { errs[k].textContent = ""; inputs[k].classList.remove("invalid"); }
+    formErr.replaceChildren();
+    const body = {};
+    for (const [k, input] of Object.entries(inputs)) {
+      if (input.disabled) continue;
+      const v = input.value.trim();
+      if (input.type === "number") {
+        if (v === "" || !Number.isInteger(Number(v))) {
+          errs[k].textContent = "must be a whole number";
+          input.classList.add("invalid");
+          continue;
+        }
+        body[k] = Number(v);
+      } else if (input.type === "datetime-local") {
+        const d = new Date(v);
+        if (!v || Number.isNaN(d.getTime())) {
+          errs[k].textContent = "pick a date and time";
+          input.classList.add("invalid");
+          continue;
+        }
+        body[k] = d.toISOString();
+      } else {
+        body[k] = v;
+      }
+    }
+    if (Object.values(errs).some((e) => e.textContent)) return;
+    submit.disabled = true;
+    try {
+      const saved = await guard(() => sale ? api("PATCH", `/admin/api/sales/${sale.id}`, body) : api("POST", "/admin/api/sales", body));
+      if (saved) {
+        toast(sale ? "Saved" : `Sale ${saved.id} created`);
+        location.hash = `#/sales/${saved.id}`;
+      }
+    } catch (e) {
+      for (const f of e.fields || []) {
+        if (errs[f.field]) { errs[f.field].textContent = f.message; inputs[f.field].classList.add("invalid"); }
+      }
+      if (!e.fields || !e.fields.length) formErr.replaceChildren(el("div", { class: "result bad" }, e.message));
+    }
+    submit.disabled = false;
+  };
+  pg.show(el("h1", {}, sale ? `Edit sale ${sale.id}` : "New sale"),
+    el("form", { class: "card sale-form", id: "sale-form", onsubmit, novalidate: true }, labels,
+      el("div", { class: "full" }, formErr),
+      el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, "Cancel"))));
+  inputs.name.focus();
+}
+
+// chart draws sold and remaining over time on a canvas.
+function chart(canvas, points, total) {
+  const dpr = devicePixelRatio || 1;
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  canvas.width = w * dpr;
+  canvas.height = h * dpr;
+  const g = canvas.getContext("2d");
+  g.scale(dpr, dpr);
+  g.clearRect(0, 0, w, h);
+  g.strokeStyle = "#e3e6ec";
+  g.lineWidth = 1;
+  for (let i = 0; i <= 4; i++) {
+    const y = 8 + ((h - 24) * i) / 4;
+    g.beginPath(); g.moveTo(0, y); g.lineTo(w, y); g.stroke();
+  }
+  g.fillStyle = "#647084";
+  g.font = "11px system-ui";
+  g.fillText(String(total), 4, 18);
+  g.fillText("0", 4, h - 18);
+  if (points.length < 2) return;
+  const t0 = points[0].t, t1 = points[points.length - 1].t;
+  const x = (t) => ((t - t0) / Math.max(1, t1 - t0)) * (w - 8) + 4;
+  const y = (v) => 8 + (h - 24) * (1 - v / Math.max(1, total));
+  const line = (key, color) => {
+    g.strokeStyle = color;
+    g.lineWidth = 2.5;
+    g.beginPath();
+    points.forEach((p, i) => (i ? g.lineTo(x(p.t), y(p[key])) : g.moveTo(x(p.t), y(p[key]))));
+    g.stroke();
+  };
+  line("remaining", "#9aa3b2");
+  line("sold", "#e0312f");
+  g.fillStyle = "#647084";
+  g.fillText(`${duration(t1 - t0)} shown`, w - 80, h - 4);
+}
+
+async function dashboardView(id) {
+  nav("");
+  let sale;
+  try {
+    sale = await guard(() => api("GET", `/admin/api/sales/${id}`));
+  } catch (e) {
+    return pg.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+  }
+  if (!sale) return;
+  signedIn(true);
+  noteServerTime(sale.server_time);
+  const stat = (key, label) => el("div", { class: "card stat" }, el("div", { class: "n", id: `stat-${key}` }, "–"), el("div", { class: "l" }, label));
+  const rate = (key, label) => el("div", { class: "card stat" }, el("div", { class: "n", id: `rate-${key}` }, "0"), el("div", { class: "l" }, `${label} /s`));
+  const badge = el("span", { class: "badge", id: "status" });
+  const when = el("span", { class: "muted", id: "when" });
+  const canvas = el("canvas", { class: "chart", id: "chart" });
+  const ctl = el("div", {});
+  const points = [];
+  let prev = null;
+  let stats = null;
+
+  const render = () => {
+    if (!stats) return;
+    badge.className = `badge ${stats.status}`;
+    badge.textContent = statusLabel[stats.status] || stats.status;
+    for (const k of ["sold", "remaining", "orders_persisted", "orders_pending", "orders_paid", "orders_cancelled"]) {
+      const n = $(`#stat-${k}`);
+      if (n) n.textContent = stats[k];
+    }
+    const now = serverNow();
+    when.textContent = now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
+      : now < Date.parse(sale.ends_at) ? `ends in ${duration(Date.parse(sale.ends_at) - now)}` : `ended ${localTime(sale.ends_at)}`;
+  };
+  const refresh = async () => {
+    let s;
+    try {
+      s = await guard(() => api("GET", `/admin/api/sales/${id}/stats`));
+    } catch (e) {
+      return;
+    }
+    if (!s) return;
+    const t = Date.parse(s.at);
+    if (prev) {
+      const dt = Math.max(0.001, (t - prev.t) / 1000);
+      for (const k of ["ok", "sold_out", "limit_exceeded", "rate_limited"]) {
+        const d = ((s.outcomes[k] || 0) - (prev.outcomes[k] || 0)) / dt;
+        $(`#rate-${k}`).textContent = Math.max(0, Math.round(d));
+      }
+    }
+    prev = { t, outcomes: s.outcomes };
+    const statusChanged = !stats || stats.status !== s.status;
+    stats = s;
+    sale.total = s.total;
+    points.push({ t, sold: s.sold, remaining: s.remaining });
+    if (points.length > 600) points.shift();
+    chart(canvas, points, s.total);
+    if (statusChanged) {
+      sale.status = s.status;
+      ctl.replaceChildren(controls(sale, refresh));
+    }
+    render();
+  };
+
+  pg.show(
+    el("div", { class: "row", style: "justify-content:space-between" },
+      el("div", {}, el("h1", { style: "margin-bottom:.2rem" }, `${sale.name}`),
+        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, `${sale.item} · ${money(sale.price_cents)} · limit ${sale.per_user_limit}`))),
+      el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
+        el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
+    el("h2", {}, "Stock and orders"),
+    el("div", { class: "stats" }, stat("sold", "Sold"), stat("remaining", "Remaining"), stat("orders_persisted", "Orders persisted"),
+      stat("orders_pending", "Awaiting payment"), stat("orders_paid", "Paid"), stat("orders_cancelled", "Cancelled")),
+    el("h2", {}, "Buy outcomes"),
+    el("div", { class: "stats" }, rate("ok", "OK"), rate("sold_out", "Sold out"), rate("limit_exceeded", "Limit"), rate("rate_limited", "Rate limited")),
+    el("h2", {}, "Progress"),
+    el("div", { class: "card" }, canvas,
+      el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),
+    el("h2", {}, "Controls"),
+    el("div", { class: "card" }, ctl));
+  pg.keep(ticker(refresh, 1000));
+  pg.keep(ticker(render, 500));
+  // Stock moves between stats polls: show it the moment the hub pushes it.
+  pg.keep(watchStock(id, (m) => {
+    if (!stats) return;
+    stats.remaining = m.remaining;
+    stats.status = m.status;
+    if (m.sold !== undefined) stats.sold = m.sold;
+    render();
+  }));
+}
+
+function route() {
+  const h = location.hash.replace(/^#/, "") || "/";
+  let m;
+  if (h === "/new") return formView(null);
+  if ((m = h.match(/^\/sales\/(\d+)\/edit$/))) return formView(Number(m[1]));
+  if ((m = h.match(/^\/sales\/(\d+)$/))) return dashboardView(Number(m[1]));
+  return salesView();
+}
+
+addEventListener("hashchange", route);
+(async () => {
+  let s = { signed_in: false };
+  try { s = await api("GET", "/admin/api/session"); } catch (e) { /* shown as logged out */ }
+  signedIn(s.signed_in);
+  if (s.signed_in) route(); else loginView();
+})();

@@ -1,0 +1,322 @@
+// The shopper page: sign in, sale list, sale page with live stock and the
+// buy button, my orders. Hash routes: #/, #/sales/{id}, #/orders.
+import {
+  $, el, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
+  noteServerTime, serverNow,
+} from "./common.js";
+
+const pg = page($("#app"));
+let me = null; // {user_id, name}
+
+function renderWho() {
+  const who = $("#who");
+  if (!me) return who.replaceChildren();
+  who.replaceChildren(
+    el("span", { class: "hide-narrow" }, "Signed in as "), el("strong", { id: "who-name" }, me.name),
+    el("button", { class: "ghost small", onclick: signOut }, "Sign out"),
+  );
+}
+
+async function signOut() {
+  try { await api("DELETE", "/api/session"); } catch (e) { /* the cookie goes anyway on expiry */ }
+  me = null;
+  renderWho();
+  route();
+}
+
+function signInView(next) {
+  nav("");
+  const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: "e.g. alice" });
+  const err = el("span", { class: "err" });
+  const submit = el("button", { class: "primary", type: "submit", id: "signin" }, "Sign in");
+  const form = el("form", { class: "card signin", onsubmit: async (ev) => {
+    ev.preventDefault();
+    submit.disabled = true;
+    err.textContent = "";
+    try {
+      const s = await api("POST", "/api/session", { name: name.value });
+      me = { user_id: s.user_id, name: s.name };
+      renderWho();
+      next();
+    } catch (e) {
+      err.textContent = e.message;
+      submit.disabled = false;
+    }
+  } },
+  el("h1", {}, "Sign in"),
+  el("p", { class: "muted" }, "Pick a name to shop with. No password needed."),
+  el("label", {}, "Your name", name, err),
+  submit);
+  pg.show(form);
+  name.focus();
+}
+
+// The sale list.
+async function salesView() {
+  nav("sales");
+  let list;
+  try {
+    const sent = Date.now();
+    list = (await api("GET", "/api/sales")).sales;
+    if (list.length) noteServerTime(list[0].server_time, sent, Date.now());
+  } catch (e) {
+    return pg.show(el("p", { class: "result bad" }, e.message));
+  }
+  if (!list.length) return pg.show(el("h1", {}, "Flash sales"), el("p", { class: "empty" }, "No sales right now. Come back soon."));
+  const cards = list.map((s) => {
+    const badge = el("span", { class: "badge" });
+    const when = el("span", { class: "muted" });
+    const fill = el("div");
+    const left = el("span");
+    const card = el("a", { class: "card sale-card", href: `#/sales/${s.id}`, "data-sale": s.id },
+      el("div", { class: "row" }, badge, when),
+      el("div", { class: "item" }, s.item),
+      el("div", { class: "muted" }, s.name),
+      el("div", { class: "price" }, money(s.price_cents)),
+      el("div", { class: "bar" }, fill),
+      el("div", { class: "stock-line" }, left, el("span", {}, `of ${s.total}`)));
+    const paint = () => {
+      const st = liveStatus(s);
+      badge.className = `badge ${st}`;
+      badge.textContent = statusLabel[st];
+      when.textContent = st === "scheduled" ? `starts in ${duration(Date.parse(s.starts_at) - serverNow())}`
+        : st === "active" ? `ends in ${duration(Date.parse(s.ends_at) - serverNow())}` : "";
+      fill.style.width = `${(100 * s.remaining) / s.total}%`;
+      left.textContent = `${s.remaining} left`;
+    };
+    pg.keep(ticker(paint, 500));
+    return card;
+  });
+  pg.show(el("h1", {}, "Flash sales"), el("div", { class: "grid" }, cards));
+}
+
+// Outcome messages for every refusal a buy can get.
+function outcome(e, sale) {
+  const msg = {
+    sold_out: ["bad", "Sold out", "Every unit has been taken. Better luck next drop."],
+    limit_exceeded: ["warn", "Limit reached", `This sale allows ${sale.per_user_limit} per customer and you have reached it.`],
+    not_started: ["warn", "Not started yet", "The sale has not opened. The button enables the moment it does."],
+    ended: ["bad", "Sale ended", "This sale is over."],
+    paused: ["warn", "Sale paused", "The merchant paused this sale. It may resume shortly."],
+    rate_limited: ["warn", "Too many requests", `Slow down a little: try again in ${e.retryAfter || 1} s.`],
+    unavailable: ["warn", "Service busy", "The shop cannot take orders this instant. Try again in a moment."],
+    network: ["warn", "No connection", e.message],
+  }[e.code] || ["bad", "Something went wrong", e.message];
+  return { kind: msg[0], title: msg[1], detail: msg[2] };
+}
+
+function randomID() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return "web-" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+async function saleView(id) {
+  nav("sales");
+  let sale;
+  try {
+    const sent = Date.now();
+    sale = await api("GET", `/api/sales/${id}`);
+    noteServerTime(sale.server_time, sent, Date.now());
+  } catch (e) {
+    return pg.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+  }
+  const badge = el("span", { class: "badge", id: "status" });
+  const fill = el("div");
+  const left = el("strong", { id: "remaining" });
+  const mode = el("span", { class: "mode", id: "mode" }, "connecting");
+  const countdownLabel = el("div", { class: "muted", id: "countdown-label" });
+  const countdown = el("div", { class: "countdown", id: "countdown" });
+  let qty = 1;
+  const qtyOut = el("output", { id: "qty" }, "1");
+  const setQty = (n) => { qty = Math.max(1, Math.min(sale.per_user_limit, n)); qtyOut.textContent = qty; paint(); };
+  const minus = el("button", { type: "button", "aria-label": "fewer", onclick: () => setQty(qty - 1) }, "−");
+  const plus = el("button", { type: "button", "aria-label": "more", onclick: () => setQty(qty + 1) }, "+");
+  const buy = el("button", { class: "primary big", id: "buy", disabled: true }, "Buy now");
+  const result = el("div", { id: "result" });
+  let inFlight = false;
+  let retryAt = 0;
+
+  const paint = () => {
+    const st = liveStatus(sale);
+    badge.className = `badge ${st}`;
+    badge.textContent = statusLabel[st];
+    fill.style.width = `${(100 * sale.remaining) / sale.total}%`;
+    left.textContent = sale.remaining;
+    const now = serverNow();
+    if (st === "scheduled") {
+      countdownLabel.textContent = "Starts in";
+      countdown.textContent = duration(Date.parse(sale.starts_at) - now);
+    } else if (st === "active" || st === "paused") {
+      countdownLabel.textContent = "Ends in";
+      countdown.textContent = duration(Date.parse(sale.ends_at) - now);
+    } else {
+      countdownLabel.textContent = st === "sold_out" ? "Every unit is taken" : "This sale is over";
+      countdown.textContent = statusLabel[st];
+    }
+    minus.disabled = qty <= 1;
+    plus.disabled = qty >= sale.per_user_limit;
+    buy.disabled = inFlight || st !== "active" || now < retryAt || qty > sale.remaining;
+    buy.textContent = inFlight ? "Buying…" : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
+  };
+
+  const showResult = (kind, title, ...detail) => {
+    result.replaceChildren(el("div", { class: `result ${kind}`, "data-outcome": kind },
+      el("div", { id: "result-title" }, title), el("div", { class: "detail" }, ...detail)));
+  };
+
+  const succeeded = async (r) => {
+    sale.remaining = Math.min(sale.remaining, r.remaining);
+    const pay = el("button", { class: "primary", id: "pay" }, "Pay now");
+    const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
+    showResult("ok", "You got it!",
+      el("div", {}, `Order `, el("span", { class: "mono", id: "order-id" }, r.order_id), ` · ${r.qty} × ${money(sale.price_cents)}`),
+      el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left));
+    let order = null;
+    try { order = await api("GET", `/api/orders/${r.order_id}`); } catch (e) { /* countdown unknown */ }
+    const expires = order ? Date.parse(order.expires_at) : 0;
+    const stop = ticker(() => {
+      if (!expires) return;
+      const ms = expires - serverNow();
+      left.textContent = duration(ms);
+      if (ms <= 0) { pay.disabled = true; left.textContent = "window closed"; }
+    }, 500);
+    pg.keep(stop);
+    pay.onclick = async () => {
+      pay.disabled = true;
+      try {
+        await api("POST", `/api/orders/${r.order_id}/pay`);
+        stop();
+        showResult("ok", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid."));
+      } catch (e) {
+        pay.disabled = false;
+        const why = e.code === "order_cancelled" ? "The payment window closed and the order was cancelled." : e.message;
+        showResult("bad", "Payment failed", why);
+      }
+    };
+  };
+
+  buy.onclick = async () => {
+    if (!me) return signInView(() => route());
+    inFlight = true;
+    paint();
+    const body = { qty, request_id: randomID() };
+    let r = null, err = null;
+    // A lost answer is retried with the same request_id: never a second buy.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        r = await api("POST", `/api/sales/${id}/buy`, body);
+        err = null;
+        break;
+      } catch (e) {
+        err = e;
+        if (e.code !== "network" && e.code !== "unavailable") break;
+        await new Promise((ok) => setTimeout(ok, 300 * (attempt + 1)));
+      }
+    }
+    inFlight = false;
+    if (r) {
+      await succeeded(r);
+    } else if (err.code === "unauthenticated") {
+      me = null;
+      renderWho();
+      return signInView(() => route());
+    } else {
+      const o = outcome(err, sale);
+      if (err.code === "rate_limited") retryAt = serverNow() + 1000 * (err.retryAfter || 1);
+      if (err.code === "sold_out") sale.remaining = Math.min(sale.remaining, qty - 1);
+      showResult(o.kind, o.title, o.detail);
+    }
+    paint();
+  };
+
+  pg.show(el("div", { class: "sale-page" },
+    el("section", { class: "card hero" },
+      el("div", { class: "row" }, badge, mode),
+      el("div", { class: "item", id: "item" }, sale.item),
+      el("div", {}, sale.name),
+      el("div", { class: "price" }, money(sale.price_cents))),
+    el("section", { class: "card buy-box" },
+      el("div", {}, countdownLabel, countdown),
+      el("div", { class: "bar" }, fill),
+      el("div", { class: "stock-line" }, el("span", {}, left, " left"), el("span", {}, `of ${sale.total}`)),
+      el("div", { class: "row" }, el("span", { class: "muted" }, "Quantity"), el("div", { class: "qty" }, minus, qtyOut, plus),
+        el("span", { class: "muted" }, `max ${sale.per_user_limit} per customer`)),
+      buy,
+      result,
+      el("div", { class: "muted" }, `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`))));
+  pg.keep(watchStock(id, (m) => {
+    sale.remaining = m.remaining;
+    sale.status = m.status;
+    paint();
+  }, (m) => { mode.textContent = m === "live" ? "live" : "updating every 2 s"; mode.className = `mode ${m}`; }));
+  pg.keep(ticker(paint, 100));
+}
+
+async function ordersView() {
+  nav("orders");
+  let list;
+  try {
+    list = (await api("GET", "/api/orders")).orders;
+  } catch (e) {
+    if (e.code === "unauthenticated") return signInView(() => route());
+    return pg.show(el("p", { class: "result bad" }, e.message));
+  }
+  if (!list.length) return pg.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
+  const rows = list.map((o) => {
+    const badge = el("span", { class: `badge ${o.status}` }, o.status);
+    const left = el("span", { class: "muted" });
+    const pay = el("button", { class: "primary small" }, "Pay");
+    const cell = el("td", {});
+    const paint = () => {
+      badge.className = `badge ${o.status}`;
+      badge.textContent = o.status;
+      const ms = Date.parse(o.expires_at) - serverNow();
+      const payable = o.status === "pending" && ms > 0;
+      left.textContent = payable ? ` ${duration(ms)} left` : "";
+      cell.replaceChildren(...(payable ? [pay, left] : []));
+    };
+    pay.onclick = async () => {
+      pay.disabled = true;
+      try {
+        Object.assign(o, await api("POST", `/api/orders/${o.order_id}/pay`));
+      } catch (e) {
+        if (e.code === "order_cancelled") o.status = "cancelled";
+        else alert(e.message);
+      }
+      pay.disabled = false;
+      paint();
+    };
+    pg.keep(ticker(paint, 1000));
+    return el("tr", { "data-order": o.order_id },
+      el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, `Sale ${o.sale_id}`)),
+      el("td", { class: "mono hide-narrow" }, o.order_id),
+      el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
+      el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
+  });
+  pg.show(el("h1", {}, "My orders"), el("div", { class: "table-wrap" }, el("table", {},
+    el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h, i) =>
+      el("th", { class: i === 1 || i === 5 ? "hide-narrow" : null }, h)))),
+    el("tbody", {}, rows))));
+}
+
+function route() {
+  const h = location.hash.replace(/^#/, "") || "/";
+  const m = h.match(/^\/sales\/(\d+)$/);
+  if (m) return saleView(Number(m[1]));
+  if (h === "/orders") return me ? ordersView() : signInView(() => ordersView());
+  if (!me) return signInView(() => route());
+  return salesView();
+}
+
+addEventListener("hashchange", route);
+(async () => {
+  try {
+    const s = await api("GET", "/api/session");
+    me = s.signed_in ? s : null;
+  } catch (e) {
+    me = null;
+  }
+  renderWho();
+  route();
+})();
