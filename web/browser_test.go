@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/seckill/seckill/server/servertest"
-	"github.com/seckill/seckill/worker"
 )
 
 // artifacts is where screenshots go (git-ignored).
@@ -155,16 +152,8 @@ next:
 // both pages show sold out; the dashboard shows the numbers.
 func TestFlashSaleInBrowser(t *testing.T) {
 	env := servertest.New(t)
+	env.StartPipeline(t)
 	srv := env.Server(t, nil)
-	broker := servertest.Broker(t, env.Config)
-	m := worker.NewMetrics(prometheus.NewRegistry())
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = worker.NewRelay(env.Redis, env.Keys, env.Ledger, broker, m, worker.RelayConfigOf(env.Config)).Run(ctx)
-	})
-	wg.Go(func() { _ = worker.New(broker, env.Ledger, env.Inventory, m, worker.ConfigOf(env.Config)).Run(ctx) })
-	t.Cleanup(func() { stop(); wg.Wait() })
 	site := servertest.HTTP(t, srv.Handler())
 	dir := artifacts(t)
 	b := browser(t)

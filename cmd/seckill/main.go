@@ -84,11 +84,3 @@ func setupLogging(cfg configs.Config) {
 	}
 	slog.SetDefault(slog.New(h))
 }
-
-func notImplemented(name string) func(context.Context, configs.Config, []string) error {
-	return func(context.Context, configs.Config, []string) error {
-		return fmt.Errorf("%s: not implemented yet", name)
-	}
-}
-
-var runLoadtest = notImplemented("loadtest")

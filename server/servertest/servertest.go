@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,6 +238,22 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 		t.Fatalf("servertest: %v", err)
 	}
 	return srv
+}
+
+// StartPipeline runs an outbox relay and an order worker on the env's
+// names until the test ends, and returns their broker.
+func (e *Env) StartPipeline(t testing.TB) *worker.Broker {
+	t.Helper()
+	broker := Broker(t, e.Config)
+	m := worker.NewMetrics(prometheus.NewRegistry())
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = worker.NewRelay(e.Redis, e.Keys, e.Ledger, broker, m, worker.RelayConfigOf(e.Config)).Run(ctx)
+	})
+	wg.Go(func() { _ = worker.New(broker, e.Ledger, e.Inventory, m, worker.ConfigOf(e.Config)).Run(ctx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+	return broker
 }
 
 // HTTP serves h on a loopback port until the test ends.

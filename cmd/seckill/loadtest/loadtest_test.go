@@ -1,0 +1,121 @@
+package loadtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/server/servertest"
+)
+
+// stack is the real system on loopback: server, relay and worker.
+func stack(t *testing.T) string {
+	env := servertest.New(t)
+	env.StartPipeline(t)
+	srv := env.Server(t, nil)
+	return servertest.HTTP(t, srv.Handler()).URL
+}
+
+// TestHonestRunPasses: a short run in each mode against the real stack,
+// with deliberate retries, passes its audit including MySQL persistence.
+func TestHonestRunPasses(t *testing.T) {
+	url := stack(t)
+	for _, o := range []loadtest.Options{
+		{Concurrency: 32, Duration: 2 * time.Second, CreateSale: "total=400,limit=2"},
+		{Rate: 400, Requests: 600, CreateSale: "total=100,limit=1"},
+	} {
+		o.URL, o.AdminToken, o.JWTSecret = url, servertest.AdminToken, servertest.JWTSecret
+		o.Users, o.Qty, o.Retries, o.WaitPersist = 150, 1, 0.1, 30*time.Second
+		rep, err := loadtest.Run(context.Background(), o)
+		var b strings.Builder
+		rep.Print(&b)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b.String())
+		}
+		if rep.Outcomes["ok"] == 0 || rep.Accepted == 0 || rep.Requests == 0 || rep.Latency.P99 <= 0 {
+			t.Errorf("an honest run with nothing to show:\n%s", b.String())
+		}
+		if !rep.Audit.Passed || len(rep.Audit.Checks) < 6 {
+			t.Errorf("audit: %+v", rep.Audit)
+		}
+		var decoded loadtest.Report
+		var js strings.Builder
+		if err := rep.JSON(&js); err != nil || json.Unmarshal([]byte(js.String()), &decoded) != nil || decoded.Requests != rep.Requests {
+			t.Errorf("JSON report: %v\n%s", err, js.String())
+		}
+	}
+}
+
+// TestSignInWithoutSecret: without the signing secret, users sign in
+// through POST /api/session.
+func TestSignInWithoutSecret(t *testing.T) {
+	url := stack(t)
+	rep, err := loadtest.Run(context.Background(), loadtest.Options{
+		URL: url, AdminToken: servertest.AdminToken, Users: 20, Qty: 1, Concurrency: 4, Requests: 100,
+		CreateSale: "total=50,limit=1",
+	})
+	if err != nil || rep.Accepted == 0 {
+		t.Fatalf("%v, %+v", err, rep)
+	}
+}
+
+// overseller is a test double of a broken server: it accepts every buy,
+// whatever the stock, and reports what it sold (or lies about it).
+type overseller struct {
+	mu    sync.Mutex
+	sold  int64
+	total int64
+	lie   bool // report sold capped at total
+}
+
+func (s *overseller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == "POST" && r.URL.Path == "/api/sales/1/buy":
+		s.sold++
+		fmt.Fprintf(w, `{"order_id":"o-%d","sale_id":1,"qty":1,"remaining":%d,"status":"pending"}`, s.sold, s.total-s.sold)
+	case r.Method == "GET" && r.URL.Path == "/api/sales/1":
+		sold := s.sold
+		if s.lie {
+			sold = min(sold, s.total)
+		}
+		fmt.Fprintf(w, `{"id":1,"total":%d,"remaining":%d,"sold":%d,"per_user_limit":1}`, s.total, s.total-sold, sold)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestAuditCatchesOversell: fed a server that ignores stock, the audit
+// fails and says what.
+func TestAuditCatchesOversell(t *testing.T) {
+	for _, lie := range []bool{false, true} {
+		ts := httptest.NewServer(&overseller{total: 10, lie: lie})
+		rep, err := loadtest.Run(context.Background(), loadtest.Options{
+			URL: ts.URL, SaleID: 1, JWTSecret: "any-secret-will-do-here", Users: 5, Qty: 1, Concurrency: 4, Requests: 40,
+		})
+		ts.Close()
+		if !errors.Is(err, loadtest.ErrAudit) || rep.Audit.Passed {
+			t.Fatalf("lie=%v: oversell not caught: %v %+v", lie, err, rep.Audit)
+		}
+		want := "no oversell"
+		if lie {
+			want = "units the sale sold"
+		}
+		if !strings.Contains(strings.Join(rep.Audit.Failures, "\n"), want) {
+			t.Errorf("lie=%v: failures %q lack %q", lie, rep.Audit.Failures, want)
+		}
+		if !strings.Contains(strings.Join(rep.Audit.Failures, "\n"), "per-user limit") {
+			t.Errorf("lie=%v: per-user limit breach not reported: %q", lie, rep.Audit.Failures)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/configs"
+)
+
+func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	o := loadtest.Options{Progress: os.Stderr}
+	fs.StringVar(&o.URL, "url", "http://"+cfg.HTTPAddr, "the server to load")
+	fs.Int64Var(&o.SaleID, "sale", 0, "the sale to buy from; 0 creates one (see --create-sale)")
+	fs.StringVar(&o.CreateSale, "create-sale", "total=1000,limit=2,price=100,start=0s,duration=1h",
+		"the sale to create when --sale is 0 (start is a delay from now)")
+	fs.StringVar(&o.AdminToken, "admin-token", cfg.AdminToken, "admin bearer token (creates the sale, reads stats); default SECKILL_ADMIN_TOKEN")
+	fs.IntVar(&o.Users, "users", 1000, "distinct shoppers")
+	fs.StringVar(&o.JWTSecret, "jwt-secret", os.Getenv("SECKILL_JWT_SECRET"),
+		"mint tokens offline with this secret (default SECKILL_JWT_SECRET); empty: sign each user in with POST /api/session")
+	fs.Int64Var(&o.Qty, "qty", 1, "units per buy")
+	fs.Float64Var(&o.Retries, "retries", 0, "share of requests (0..1) that resend an earlier request_id, to exercise idempotency")
+	fs.IntVar(&o.Concurrency, "c", 64, "closed loop: concurrent workers, each sending as soon as it has an answer")
+	fs.Float64Var(&o.Rate, "rate", 0, "open loop: requests per second on a fixed schedule (overrides -c)")
+	fs.IntVar(&o.MaxInFlight, "max-in-flight", 10000, "open loop: most requests outstanding at once")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
+	fs.IntVar(&o.Requests, "n", 0, "total requests to send (overrides --duration)")
+	fs.DurationVar(&o.WaitPersist, "wait-persist", 0, "also check that MySQL holds every accepted order within this time (needs the admin token)")
+	tokensOut := fs.String("tokens-out", "", "write one token per user to this file and exit (for wrk: scripts/wrk/buy.lua)")
+	jsonOut := fs.String("json", "", "write the report as JSON to this file (- for stdout)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
+	}
+	if *tokensOut != "" {
+		return loadtest.WriteTokens(ctx, o, *tokensOut)
+	}
+	rep, err := loadtest.Run(ctx, o)
+	if rep.Requests == 0 && err != nil {
+		return err
+	}
+	rep.Print(os.Stderr)
+	if *jsonOut != "" {
+		w := os.Stdout
+		if *jsonOut != "-" {
+			f, ferr := os.Create(*jsonOut)
+			if ferr != nil {
+				return ferr
+			}
+			defer f.Close()
+			w = f
+		}
+		if jerr := rep.JSON(w); jerr != nil {
+			return jerr
+		}
+	}
+	if errors.Is(err, loadtest.ErrAudit) {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	return err
+}

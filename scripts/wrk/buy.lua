@@ -1,0 +1,63 @@
+-- wrk script for Seckill's buy endpoint: every request carries a fresh
+-- request_id and a token picked from a file, so it looks like many
+-- shoppers each buying once, not one client retrying.
+--
+--   seckill loadtest --users 10000 --tokens-out tokens.txt   # mint tokens
+--   wrk -t2 -c64 -d30s -s scripts/wrk/buy.lua http://127.0.0.1:8080 -- tokens.txt 1
+--
+-- Arguments after "--": the tokens file (one token per line) and the sale
+-- id. At the end it prints the answers by HTTP status (200 bought, 409
+-- sold out / limit / window, 429 rate limited). `seckill loadtest` does the
+-- same and also audits the result; use it to check correctness.
+
+local threads = {}
+local counter = 0
+local tokens = {}
+local sale = "1"
+statuses = {} -- global: done() reads it from each thread
+
+function setup(thread)
+  thread:set("tid", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local path = args[1] or "tokens.txt"
+  sale = args[2] or "1"
+  for line in io.lines(path) do
+    if #line > 0 then tokens[#tokens + 1] = line end
+  end
+  if #tokens == 0 then error("no tokens in " .. path) end
+  math.randomseed(os.time() * 1000 + tid)
+end
+
+function request()
+  counter = counter + 1
+  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"}', tid, os.time(), counter)
+  return wrk.format("POST", "/api/sales/" .. sale .. "/buy", {
+    ["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer " .. tokens[math.random(#tokens)],
+  }, body)
+end
+
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  local total = {}
+  for _, t in ipairs(threads) do
+    for status, n in pairs(t:get("statuses")) do
+      total[status] = (total[status] or 0) + n
+    end
+  end
+  io.write("answers by status:")
+  for status, n in pairs(total) do
+    io.write(string.format("  %d: %d", status, n))
+  end
+  io.write("\n")
+  for _, p in ipairs({ 50, 90, 99, 99.9 }) do
+    io.write(string.format("p%g %.2f ms  ", p, latency:percentile(p) / 1000))
+  end
+  io.write("\n")
+end
