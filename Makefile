@@ -25,9 +25,9 @@ test:
 test-race:
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)
 
-## bench: the benchmark suite; prints a markdown table of ratios
+## bench: the benchmark suite; prints markdown tables of ratios and writes BENCHMARKS.md
 bench: build
-	./$(BIN) bench --duration 10s
+	./$(BIN) bench --duration 10s --out BENCHMARKS.md
 
 ## lint: formatting and vet
 lint:

@@ -39,17 +39,17 @@ func (s *Server) rateLimit(c *gin.Context) {
 	abort(c, e)
 }
 
-// buy decides one purchase: validate, then one (possibly coalesced) Lua call.
-func (s *Server) buy(c *gin.Context) {
+// buyInput reads and validates a buy; false means it was refused.
+func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
 	id, err := saleID(c)
 	if err != nil {
 		s.refuse(c, 0, err)
-		return
+		return 0, buyRequest{}, false
 	}
 	var req buyRequest
 	if err := decode(c, &req); err != nil {
 		s.refuse(c, id, err)
-		return
+		return 0, buyRequest{}, false
 	}
 	switch {
 	case req.Qty < 1:
@@ -62,6 +62,15 @@ func (s *Server) buy(c *gin.Context) {
 	}
 	if err != nil {
 		s.refuse(c, id, err)
+		return 0, buyRequest{}, false
+	}
+	return id, req, true
+}
+
+// buy decides one purchase: validate, then one (possibly coalesced) Lua call.
+func (s *Server) buy(c *gin.Context) {
+	id, req, ok := s.buyInput(c)
+	if !ok {
 		return
 	}
 	u := currentUser(c)
@@ -90,4 +99,17 @@ func (s *Server) refuse(c *gin.Context, sale int64, err error) {
 	}
 	s.metrics.outcomes.WithLabelValues(code).Inc()
 	abort(c, err)
+}
+
+// AddBaselineRoute adds POST /api/sales/{id}/baseline for the benchmark
+// suite: the buy route's whole middleware chain and input validation, then
+// a fixed answer without touching Redis. Call it before serving.
+func (s *Server) AddBaselineRoute() {
+	s.api.POST("/sales/:id/baseline", s.requireUser, s.rateLimit, func(c *gin.Context) {
+		id, req, ok := s.buyInput(c)
+		if !ok {
+			return
+		}
+		c.JSON(http.StatusOK, buyResponse{OrderID: "baseline", SaleID: id, Qty: req.Qty, Status: orders.StatusPending})
+	})
 }

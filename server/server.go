@@ -66,6 +66,7 @@ type Server struct {
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache
 	hubs     *hubs
+	api      *gin.RouterGroup
 }
 
 // New builds a Server. It opens nothing; Run serves.
@@ -131,6 +132,7 @@ func (s *Server) routes() error {
 	api.GET("/orders", s.requireUser, s.listOrders)
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)
+	s.api = api
 
 	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
 	admin.POST("/login", s.login)

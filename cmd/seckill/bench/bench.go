@@ -72,6 +72,8 @@ type Case struct {
 
 // Cases lists the suite in the order it runs.
 var Cases = []Case{
+	{"article", "one hot item: SELECT … FOR UPDATE vs WATCH/MULTI/EXEC vs Lua, deductions/s and correctness", articleCase},
+	{"http", "the buy endpoint over HTTP vs a no-work baseline route, with stock and after sold out", httpCase},
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 }
@@ -83,9 +85,10 @@ func Run(ctx context.Context, cfg configs.Config, names []string, o Options, pro
 	for _, n := range names {
 		want[n] = true
 	}
+	all := len(want) == 0
 	var out []Table
 	for _, c := range Cases {
-		if len(want) > 0 && !want[c.Name] {
+		if !all && !want[c.Name] {
 			continue
 		}
 		delete(want, c.Name)

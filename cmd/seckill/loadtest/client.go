@@ -17,9 +17,10 @@ import (
 
 // client speaks the HTTP API of API.md.
 type client struct {
-	base  string
-	http  *http.Client
-	admin string
+	base    string
+	http    *http.Client
+	admin   string
+	buyPath string // with %d for the sale; empty: /api/sales/%d/buy
 }
 
 type saleView struct {
@@ -93,7 +94,11 @@ func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, r
 	var ok struct {
 		OrderID string `json:"order_id"`
 	}
-	status, err = c.do(ctx, "POST", fmt.Sprintf("/api/sales/%d/buy", sale), token, map[string]any{"qty": qty, "request_id": rid}, &ok)
+	path := c.buyPath
+	if path == "" {
+		path = "/api/sales/%d/buy"
+	}
+	status, err = c.do(ctx, "POST", fmt.Sprintf(path, sale), token, map[string]any{"qty": qty, "request_id": rid}, &ok)
 	var ae *apiError
 	if errors.As(err, &ae) {
 		if ae.code == "" {

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
+)
+
+// httpCase measures the buy endpoint over real HTTP on one server (in this
+// process, on loopback) with one load generator: a baseline route with the
+// same middleware and validation that does no work, buy with stock left,
+// and buy after the sale sold out. Limiters are off: this measures the
+// path, not the limits.
+func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
+	cfg := e.Config
+	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
+	srv, err := e.server(cfg, nil)
+	if err != nil {
+		return Table{}, err
+	}
+	srv.AddBaselineRoute()
+	open, err := e.sale(ctx, srv, orders.MaxTotal, orders.MaxTotal, 100)
+	if err != nil {
+		return Table{}, err
+	}
+	soldOut, err := e.sale(ctx, srv, 1, 1, 100)
+	if err != nil {
+		return Table{}, err
+	}
+	if _, err := e.Inv.Reserve(ctx, soldOut.ID, []inventory.Request{{
+		UserID: "first", Qty: 1, RequestID: "bench-sold-out", OrderID: orders.NewID(soldOut.ID),
+	}}); err != nil {
+		return Table{}, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Table{}, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(sctx, ln) })
+	defer func() { stop(); wg.Wait() }()
+
+	type contender struct {
+		name, path string
+		sale       int64
+		audit      bool
+	}
+	contenders := []contender{
+		{"baseline: same middleware and validation, no work", "/api/sales/%d/baseline", open.ID, false},
+		{"buy, stock available", "", open.ID, true},
+		{"buy, sold out", "", soldOut.ID, true},
+	}
+	var reps []loadtest.Report
+	var rows [][]string
+	for _, c := range contenders {
+		rep, err := loadtest.Run(ctx, loadtest.Options{
+			URL: "http://" + ln.Addr().String(), SaleID: c.sale, Path: c.path, NoAudit: !c.audit,
+			JWTSecret: cfg.JWTSecret, Users: 10_000, Qty: 1, Concurrency: o.Clients, Duration: o.Duration,
+		})
+		if err != nil {
+			return Table{}, fmt.Errorf("%s: %w", c.name, err)
+		}
+		reps = append(reps, rep)
+		rows = append(rows, []string{
+			c.name, f0(rep.RPS), fmt.Sprintf("%.2f", rep.Latency.P50), fmt.Sprintf("%.2f", rep.Latency.P99),
+			outcomeSummary(rep), f2(ratio(rep.RPS, reps[0].RPS)),
+		})
+	}
+	return Table{
+		Title:  fmt.Sprintf("HTTP buy path: one server, one load generator, %d connections, %s each", o.Clients, o.Duration),
+		Header: []string{"route", "req/s", "p50 ms", "p99 ms", "answers", "× baseline"},
+		Rows:   rows,
+		Goals: []Goal{
+			{What: "buy ≥ 0.5 of the baseline", Got: ratio(reps[1].RPS, reps[0].RPS), Want: 0.5},
+			{What: "sold-out buy ≥ 0.8 of the baseline", Got: ratio(reps[2].RPS, reps[0].RPS), Want: 0.8},
+		},
+		Notes: []string{
+			"server and load generator share this machine's CPUs (and Redis's); limiters off; JWT auth on",
+		},
+	}, nil
+}
+
+func outcomeSummary(rep loadtest.Report) string {
+	s := rep.OutcomeLine()
+	if rep.Transport > 0 {
+		s += fmt.Sprintf(", transport errors %d", rep.Transport)
+	}
+	return s
+}
