@@ -64,6 +64,9 @@ type Config struct {
 
 	BatchEnabled bool `koanf:"batch_enabled"`
 	BatchMax     int  `koanf:"batch_max"`
+	// SoldOutRecheck is how long a process trusts that a sale is sold out
+	// (answering without Lua) when no stock-changed message says otherwise.
+	SoldOutRecheck time.Duration `koanf:"sold_out_recheck"`
 
 	RelayBatch        int           `koanf:"relay_batch"`
 	RelayPack         int           `koanf:"relay_pack"`
@@ -221,6 +224,9 @@ func (c *Config) complete() error {
 	}
 	if c.BatchMax < 1 || c.BatchMax > 4096 {
 		bad("batch_max", "must be 1..4096")
+	}
+	if c.SoldOutRecheck < 0 {
+		bad("sold_out_recheck", "must be 0 (fast path off) or positive")
 	}
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
 		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")

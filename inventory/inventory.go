@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -120,8 +121,21 @@ func (s *Store) Keys() Keys { return s.keys }
 // answer; then nothing is known about the batch (a retry with the same
 // request ids is safe).
 func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
+	res, _, err := s.reserve(ctx, sale, reqs)
+	return res, err
+}
+
+// saleState is what a buy call saw of its sale after the batch: units
+// available, and the refusal every new request would get ("ended",
+// "paused", "not_started", "sale_not_found", or "").
+type saleState struct {
+	available int64
+	closed    string
+}
+
+func (s *Store) reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, saleState, error) {
 	if len(reqs) == 0 {
-		return nil, nil
+		return nil, saleState{}, nil
 	}
 	args := make([]any, 0, 2+4*len(reqs))
 	args = append(args, sale, len(reqs))
@@ -131,10 +145,10 @@ func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Resu
 	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Reqs(sale), s.keys.Outbox(sale), s.keys.Orders(sale)}
 	vals, err := lua.Buy.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
+		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
 	}
-	if len(vals) != 4*len(reqs) {
-		return nil, fmt.Errorf("inventory: buy sale %d: %d values for %d requests", sale, len(vals), len(reqs))
+	if len(vals) != 4*len(reqs)+2 {
+		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %d values for %d requests", sale, len(vals), len(reqs))
 	}
 	out := make([]Result, len(reqs))
 	for i := range out {
@@ -142,11 +156,12 @@ func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Resu
 		code := fmt.Sprint(v[0])
 		e, ok := codeErrs[code]
 		if !ok {
-			return nil, fmt.Errorf("inventory: buy sale %d: unknown code %q", sale, code)
+			return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: unknown code %q", sale, code)
 		}
 		out[i] = Result{Err: e, OrderID: fmt.Sprint(v[1]), Qty: toInt(v[2]), Remaining: toInt(v[3])}
 	}
-	return out, nil
+	tail := vals[4*len(reqs):]
+	return out, saleState{available: toInt(tail[0]), closed: fmt.Sprint(tail[1])}, nil
 }
 
 // Lookup returns the stored answers of requests seen before, without
@@ -200,6 +215,7 @@ func (s *Store) Warm(ctx context.Context, sale Sale, reset bool) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("inventory: warm sale %d: %w", sale.ID, err)
 	}
+	s.announce(ctx, sale.ID)
 	return avail, nil
 }
 
@@ -212,6 +228,7 @@ func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
 	if avail < 0 {
 		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, ErrSaleNotFound)
 	}
+	s.announce(ctx, sale)
 	return avail, nil
 }
 
@@ -230,6 +247,7 @@ func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string,
 	case -2:
 		return 0, false, nil
 	}
+	s.announce(ctx, sale)
 	return avail, true, nil
 }
 
@@ -246,7 +264,17 @@ func (s *Store) SetStatus(ctx context.Context, sale int64, action string) (strin
 		}
 		return "", fmt.Errorf("inventory: %s sale %d: %w", action, sale, err)
 	}
+	s.announce(ctx, sale)
 	return st, nil
+}
+
+// announce tells every server process that a sale's stock or status
+// changed, so a sold-out (or ended) mark they hold is dropped at once. A
+// lost message costs at most the marks' lifetime (FastPath.recheck).
+func (s *Store) announce(ctx context.Context, sale int64) {
+	if err := s.rdb.Publish(ctx, s.keys.StockChanged(), strconv.FormatInt(sale, 10)).Err(); err != nil {
+		slog.Warn("inventory: announcing a stock change failed", "sale", sale, "err", err)
+	}
 }
 
 var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status"}

@@ -149,13 +149,56 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 	}
 }
 
+// coalescing are the buy path's configurations: one Lua call per request,
+// and the batcher with caps 1 and 256.
+var coalescing = map[string][]string{
+	"direct":  {"SECKILL_BATCH_ENABLED=false"},
+	"cap-1":   {"SECKILL_BATCH_ENABLED=true", "SECKILL_BATCH_MAX=1"},
+	"cap-256": {"SECKILL_BATCH_ENABLED=true", "SECKILL_BATCH_MAX=256"},
+}
+
 func TestBuyConcurrencyInvariants(t *testing.T) {
-	st := newStack(t)
-	hammer(t, st, st.h, 5000, 1000, 500, 2)
+	for name, env := range coalescing {
+		t.Run(name, func(t *testing.T) {
+			st := newStack(t, env...)
+			hammer(t, st, st.h, 5000, 1000, 500, 2)
+			calls, reqs := batchStats(t, st)
+			t.Logf("%d batcher calls for %d requests", calls, reqs)
+			if name == "cap-256" && reqs <= calls {
+				t.Errorf("5000 concurrent requests never coalesced: %d calls for %d requests", calls, reqs)
+			}
+			if name == "cap-1" && reqs != calls {
+				t.Errorf("cap 1: %d calls for %d requests", calls, reqs)
+			}
+		})
+	}
+}
+
+// batchStats reads the batch-size histogram off /metrics: Lua calls made
+// through the batcher and requests they decided.
+func batchStats(t *testing.T, st *stack) (calls, reqs int64) {
+	t.Helper()
+	r := call(t, st.h, "GET", "/metrics", nil)
+	for _, line := range strings.Split(r.Raw, "\n") {
+		var v float64
+		if _, err := fmt.Sscanf(line, "seckill_buy_batch_size_count %g", &v); err == nil {
+			calls = int64(v)
+		}
+		if _, err := fmt.Sscanf(line, "seckill_buy_batch_size_sum %g", &v); err == nil {
+			reqs = int64(v)
+		}
+	}
+	return calls, reqs
 }
 
 func TestBuyIdempotentUnderConcurrency(t *testing.T) {
-	st := newStack(t)
+	for name, env := range coalescing {
+		t.Run(name, func(t *testing.T) { idempotentUnderConcurrency(t, env) })
+	}
+}
+
+func idempotentUnderConcurrency(t *testing.T, env []string) {
+	st := newStack(t, env...)
 	ctx := context.Background()
 	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 10, Limit: 5})
 	tok := servertest.Token(t, "retrier")

@@ -27,17 +27,16 @@ import (
 	"github.com/seckill/seckill/orders"
 )
 
-// Reserver decides buy requests; the inventory store does it directly, the
-// coalescing batcher in front of it gathers concurrent requests first.
-type Reserver interface {
-	Reserve(ctx context.Context, sale int64, reqs []inventory.Request) ([]inventory.Result, error)
-}
+// Reserver decides buy requests: the inventory store, or the fast path
+// and the coalescing batcher in front of it.
+type Reserver = inventory.Reserver
 
 // Deps are the services a Server runs on.
 type Deps struct {
 	Redis     redis.UniversalClient
 	Inventory *inventory.Store
-	// Reserver decides buys; nil means Inventory, one Lua call per request.
+	// Reserver decides buys; nil means the configured chain: the sold-out
+	// fast path over Inventory, behind the batcher when batch_enabled.
 	Reserver Reserver
 	Ledger   *orders.Store
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
@@ -65,6 +64,7 @@ type Server struct {
 	outcomes *outcomes
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache
+	fast     *inventory.FastPath
 	hubs     *hubs
 	api      *gin.RouterGroup
 }
@@ -79,14 +79,25 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
 		csrf:     http.NewCrossOriginProtection(),
 	}
-	if s.reserver == nil {
-		s.reserver = d.Inventory
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(s.registry)
+	if s.reserver == nil {
+		s.reserver = d.Inventory
+		if cfg.SoldOutRecheck > 0 {
+			s.fast = inventory.NewFastPath(d.Inventory, cfg.SoldOutRecheck)
+			s.fast.OnHit = func(n int) { s.metrics.fastPath.Add(float64(n)) }
+			s.reserver = s.fast
+		}
+		if cfg.BatchEnabled {
+			b := inventory.NewBatcher(s.reserver, cfg.BatchMax)
+			b.OnBatch = func(n int) { s.metrics.batchSize.Observe(float64(n)) }
+			s.reserver = b
+		}
 	}
 	s.sales = newSaleCache(s.ledger, s.now)
 	s.hubs = newHubs(s)
@@ -95,7 +106,6 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
 		}
 	}
-	s.metrics = newMetrics(s.registry)
 	if err := s.routes(); err != nil {
 		return nil, err
 	}
@@ -202,6 +212,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 
 // background runs the server's periodic chores until ctx ends.
 func (s *Server) background(ctx context.Context) {
+	if s.fast != nil {
+		go s.fast.Run(ctx)
+	}
 	flush := time.NewTicker(time.Second)
 	defer flush.Stop()
 	evict := time.NewTicker(30 * time.Second)

@@ -127,26 +127,10 @@ func buyOnce(t testing.TB, h http.Handler, sale int64, user string, qty int64, r
 	return rec.Code, id
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitPersisted waits until MySQL holds n orders for the sale.
 func (p *pipeline) waitPersisted(t *testing.T, sale int64, n int, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, fmt.Sprintf("%d orders of sale %d in MySQL", n, sale), func() (bool, string) {
+	servertest.WaitFor(t, d, fmt.Sprintf("%d orders of sale %d in MySQL", n, sale), func() (bool, string) {
 		var got int
 		if err := p.DB.Get(&got, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale); err != nil {
 			return false, err.Error()

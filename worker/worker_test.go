@@ -91,7 +91,7 @@ func TestMySQLOutage(t *testing.T) {
 	outage := time.Now()
 	accepted = append(accepted, p.buy(t, sale, 500, 32, "during")...)
 	// While MySQL is away, the orders wait in the queue, unacknowledged.
-	waitFor(t, 8*time.Second, "orders queued while MySQL is down", func() (bool, string) {
+	servertest.WaitFor(t, 8*time.Second, "orders queued while MySQL is down", func() (bool, string) {
 		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Orders())
 		return err == nil && n > 0 || p.Redis.XLen(context.Background(), p.Keys.Outbox(sale.ID)).Val() > 0, fmt.Sprint(n, err)
 	})
@@ -117,7 +117,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 		t.Fatalf("%d of 6000 buys accepted", len(accepted))
 	}
 	first := startWorker(t, bin, p)
-	waitFor(t, 30*time.Second, "the first worker to be mid-stream", func() (bool, string) {
+	servertest.WaitFor(t, 30*time.Second, "the first worker to be mid-stream", func() (bool, string) {
 		var n int
 		_ = p.DB.Get(&n, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", sale.ID)
 		return n >= 1000, fmt.Sprint(n, " persisted")
@@ -214,7 +214,7 @@ func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
 
 	p.startAll(t)
 	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
-	waitFor(t, 30*time.Second, "the outbox to empty", func() (bool, string) {
+	servertest.WaitFor(t, 30*time.Second, "the outbox to empty", func() (bool, string) {
 		n := p.Redis.XLen(ctx, stream).Val()
 		return n == 0, fmt.Sprint(n, " events left")
 	})
@@ -282,7 +282,7 @@ func TestPoisonMessagesDeadLettered(t *testing.T) {
 	accepted = append(accepted, p.buy(t, sale, 100, 16, "poison-last")...)
 	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
 	want := len(poison) + 1
-	waitFor(t, 30*time.Second, "the poison in the dead-letter queue", func() (bool, string) {
+	servertest.WaitFor(t, 30*time.Second, "the poison in the dead-letter queue", func() (bool, string) {
 		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Dead())
 		return err == nil && n == want, fmt.Sprint(n, err)
 	})
@@ -312,7 +312,7 @@ func TestPaymentTimeout(t *testing.T) {
 		}
 		paid[b.OrderID] = true
 	}
-	waitFor(t, 20*time.Second, "six unpaid orders cancelled and their stock back", func() (bool, string) {
+	servertest.WaitFor(t, 20*time.Second, "six unpaid orders cancelled and their stock back", func() (bool, string) {
 		st, err := p.Inventory.Stock(ctx, sale.ID)
 		var n int
 		_ = p.DB.Get(&n, "SELECT COUNT(*) FROM orders WHERE sale_id = ? AND status = 'cancelled'", sale.ID)
@@ -381,7 +381,7 @@ func TestPayRacesTimeout(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, 20*time.Second, "every order paid or cancelled", func() (bool, string) {
+	servertest.WaitFor(t, 20*time.Second, "every order paid or cancelled", func() (bool, string) {
 		var pending int
 		_ = p.DB.Get(&pending, "SELECT COUNT(*) FROM orders WHERE sale_id = ? AND status = 'pending'", sale.ID)
 		return pending == 0, fmt.Sprint(pending, " pending")

@@ -306,3 +306,20 @@ func Token(t testing.TB, user string) string {
 	}
 	return tok
 }
+
+// WaitFor polls cond until it holds, failing the test after d with the
+// last state cond reported.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

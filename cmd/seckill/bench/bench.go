@@ -73,6 +73,7 @@ type Case struct {
 // Cases lists the suite in the order it runs.
 var Cases = []Case{
 	{"article", "one hot item: SELECT … FOR UPDATE vs WATCH/MULTI/EXEC vs Lua, deductions/s and correctness", articleCase},
+	{"coalesce", "decisions/s on one hot sale: coalesced by the batcher vs one EVALSHA per request", coalesceCase},
 	{"http", "the buy endpoint over HTTP vs a no-work baseline route, with stock and after sold out", httpCase},
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -39,11 +40,11 @@ func wsCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	child, err := startServe(ctx, e, o.Binary)
+	child, err := StartServe(ctx, o.Binary, e.Config)
 	if err != nil {
 		return Table{}, err
 	}
-	defer child.stop()
+	defer child.Stop()
 
 	var rows [][]string
 	var results []fanout
@@ -81,9 +82,9 @@ type fanout struct {
 
 // measureFanout connects n clients, then makes `changes` stock changes one
 // after another and records, per change, when each client saw it.
-func measureFanout(ctx context.Context, e *Env, child *serveChild, sale int64, n, changes int) (fanout, error) {
-	rss0 := child.rss()
-	url := fmt.Sprintf("ws://%s/ws/sales/%d", child.addr, sale)
+func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, changes int) (fanout, error) {
+	rss0 := child.RSS()
+	url := fmt.Sprintf("ws://%s/ws/sales/%d", child.Addr, sale)
 	dialer := &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 512, WriteBufferSize: 256}
 	// client is one watcher and when it read each remaining value.
 	type client struct {
@@ -157,7 +158,7 @@ func measureFanout(ctx context.Context, e *Env, child *serveChild, sale int64, n
 	if err := waitAll(ctx, n, func(i int) bool { _, ok := seen(i, st.Available); return ok }, 30*time.Second); err != nil {
 		return fanout{}, fmt.Errorf("initial frame: %w", err)
 	}
-	rss1 := child.rss()
+	rss1 := child.RSS()
 
 	var lat []time.Duration
 	served := n
@@ -219,13 +220,16 @@ func waitAll(ctx context.Context, n int, ok func(int) bool, limit time.Duration)
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 
-// serveChild is a `seckill serve` process on the env's names.
-type serveChild struct {
+// Child is a `seckill serve` process.
+type Child struct {
 	cmd  *exec.Cmd
-	addr string
+	Addr string // host:port it serves on
 }
 
-func startServe(ctx context.Context, e *Env, binary string) (*serveChild, error) {
+// StartServe starts `binary serve` (empty: this executable) on a free
+// loopback port with cfg's names (Redis prefix, MySQL DSN, queue prefix,
+// secrets) and waits until it answers /healthz.
+func StartServe(ctx context.Context, binary string, cfg configs.Config) (*Child, error) {
 	if binary == "" {
 		var err error
 		if binary, err = os.Executable(); err != nil {
@@ -240,14 +244,16 @@ func startServe(ctx context.Context, e *Env, binary string) (*serveChild, error)
 	ln.Close()
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(),
-		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+e.Config.RedisPrefix, "SECKILL_AMQP_PREFIX="+e.Config.AMQPPrefix,
-		"SECKILL_MYSQL_DSN="+e.Config.MySQLDSN, "SECKILL_LOG_LEVEL=warn",
+		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "SECKILL_AMQP_PREFIX="+cfg.AMQPPrefix,
+		"SECKILL_MYSQL_DSN="+cfg.MySQLDSN, "SECKILL_JWT_SECRET="+cfg.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.AdminToken,
+		fmt.Sprintf("SECKILL_RATE_GLOBAL=%g", cfg.RateGlobal), fmt.Sprintf("SECKILL_RATE_PER_USER=%g", cfg.RatePerUser),
+		fmt.Sprintf("SECKILL_RATE_PER_IP=%g", cfg.RatePerIP), "SECKILL_LOG_LEVEL=warn",
 	)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s serve: %w", binary, err)
 	}
-	c := &serveChild{cmd: cmd, addr: addr}
+	c := &Child{cmd: cmd, Addr: addr}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		res, err := http.Get("http://" + addr + "/healthz")
@@ -256,14 +262,15 @@ func startServe(ctx context.Context, e *Env, binary string) (*serveChild, error)
 			return c, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.stop()
+			c.Stop()
 			return nil, fmt.Errorf("seckill serve did not come up on %s: %v", addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func (c *serveChild) stop() {
+// Stop ends the process (SIGTERM, then SIGKILL after 10s).
+func (c *Child) Stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = c.cmd.Wait(); close(done) }()
@@ -275,8 +282,8 @@ func (c *serveChild) stop() {
 	}
 }
 
-// rss is the child's resident set size in bytes.
-func (c *serveChild) rss() int64 {
+// RSS is the process's resident set size in bytes.
+func (c *Child) RSS() int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		return 0

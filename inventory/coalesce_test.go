@@ -1,0 +1,137 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/server/servertest"
+)
+
+// gate holds the first call until opened, so later requests queue.
+type gate struct {
+	next   inventory.Reserver
+	once   sync.Once
+	inside chan struct{}
+	open   chan struct{}
+}
+
+func (g *gate) Reserve(ctx context.Context, sale int64, reqs []inventory.Request) ([]inventory.Result, error) {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.inside)
+		<-g.open
+	}
+	return g.next.Reserve(ctx, sale, reqs)
+}
+
+// TestBatcherCoalescesAndKeepsAbandonedResults: requests arriving while a
+// call is in flight go out together in the next call (up to the cap); a
+// caller that gives up still has its request decided and recorded.
+func TestBatcherCoalescesAndKeepsAbandonedResults(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 100, 1, -time.Minute, time.Hour)
+	g := &gate{next: e.inv, inside: make(chan struct{}), open: make(chan struct{})}
+	b := inventory.NewBatcher(g, 8)
+	var mu sync.Mutex
+	var sizes []int
+	b.OnBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := b.Reserve(ctx, sale, []inventory.Request{req("u-first", 1, "first-req")}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-g.inside // the first call is in flight; everything else queues
+	results := make([]inventory.Result, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			res, err := b.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("u-", i), 1, fmt.Sprintf("queued-%03d", i))})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = res[0]
+		})
+	}
+	gone, cancel := context.WithCancel(ctx)
+	abandoned := make(chan error, 1)
+	go func() {
+		_, err := b.Reserve(gone, sale, []inventory.Request{req("u-gone", 1, "abandoned-req")})
+		abandoned <- err
+	}()
+	servertest.WaitFor(t, 5*time.Second, "21 requests queued", func() (bool, string) {
+		return b.Queued(sale) == 21, fmt.Sprint(b.Queued(sale))
+	})
+	cancel()
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned caller got %v", err)
+	}
+	close(g.open)
+	wg.Wait()
+
+	for i, r := range results {
+		if r.Err != nil || r.OrderID == "" {
+			t.Errorf("queued request %d: %+v", i, r)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(sizes) != "[1 8 8 5]" {
+		t.Errorf("batch sizes %v, want [1 8 8 5]: the first alone, the 21 queued in calls of up to 8", sizes)
+	}
+	// The abandoned request was decided: its retry returns the same order.
+	res := e.reserve(t, sale, req("u-gone", 1, "abandoned-req"))
+	if res[0].Err != nil || res[0].OrderID != "order-u-gone-abandoned-req" {
+		t.Errorf("retry of the abandoned request: %+v", res[0])
+	}
+	if st := e.stock(t, sale); st.Sold != 22 {
+		t.Errorf("sold %d, want 22", st.Sold)
+	}
+}
+
+// TestFastPathMarkExpires: with nobody listening for stock changes (a lost
+// message), a sold-out mark still lapses after its recheck time and stock
+// that came back is sold.
+func TestFastPathMarkExpires(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 1, 1, -time.Minute, time.Hour)
+	f := inventory.NewFastPath(e.inv, 2*time.Second)
+	var hits int
+	f.OnHit = func(n int) { hits += n }
+	ctx := context.Background()
+	buy := func(user string) error {
+		res, err := f.Reserve(ctx, sale, []inventory.Request{req(user, 1, "rid-"+user)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	if err := buy("a"); err != nil {
+		t.Fatal(err)
+	}
+	// The script reported nothing left: the next buy takes the fast path.
+	if err := buy("b"); !errors.Is(err, inventory.ErrSoldOut) || hits != 1 {
+		t.Fatalf("after the last unit: %v, %d hits", err, hits)
+	}
+	if _, err := e.inv.Restock(ctx, sale, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := buy("c"); !errors.Is(err, inventory.ErrSoldOut) || hits != 2 {
+		t.Fatalf("while the mark holds: %v, %d hits", err, hits)
+	}
+	servertest.WaitFor(t, 10*time.Second, "the returned unit sold", func() (bool, string) {
+		err := buy(fmt.Sprint("d-", time.Now().UnixNano()))
+		return err == nil, fmt.Sprint(err)
+	})
+	if st := e.stock(t, sale); st.Sold != 2 || st.Available != 0 {
+		t.Errorf("stock %+v", st)
+	}
+}
