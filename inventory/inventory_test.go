@@ -283,6 +283,38 @@ func TestReserveBatchMixed(t *testing.T) {
 	}
 }
 
+// TestReserveBatchRepeats: a request id repeated within one batch gets the
+// answer of its first occurrence, and a user's units add up across the
+// batch (the script reads and writes the hashes once per batch).
+func TestReserveBatchRepeats(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 10, 2, -time.Hour, time.Hour)
+	res := e.reserve(t, sale,
+		req("a", 1, "rep-0001"), // ok, 9 left
+		req("a", 1, "rep-0001"), // the same request: the same order
+		req("a", 1, "rep-0002"), // ok: a holds 2
+		req("a", 1, "rep-0003"), // limit
+		req("b", 2, "rep-0004"), // ok, 6 left
+		req("a", 1, "rep-0003"), // the same refusal
+	)
+	if res[0].Err != nil || res[1] != res[0] || res[2].Err != nil || res[2].OrderID == res[0].OrderID {
+		t.Errorf("repeats: %+v", res[:3])
+	}
+	if !errors.Is(res[3].Err, inventory.ErrLimitExceeded) || res[5] != res[3] || res[4].Err != nil || res[4].Remaining != 6 {
+		t.Errorf("limit and repeat: %+v", res[3:])
+	}
+	buyers, err := e.inv.Buyers(context.Background(), sale)
+	if err != nil || buyers["a"] != 2 || buyers["b"] != 2 {
+		t.Errorf("buyers %v, %v", buyers, err)
+	}
+	if st := e.stock(t, sale); st.Sold != 4 || st.Available != 6 {
+		t.Errorf("stock %+v", st)
+	}
+	if n := e.rdb.XLen(context.Background(), e.keys.Outbox(sale)).Val(); n != 3 {
+		t.Errorf("outbox holds %d events, want 3", n)
+	}
+}
+
 func TestWarm(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
