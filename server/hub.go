@@ -17,7 +17,8 @@ import (
 
 // Live stock over WebSocket. One hub per watched sale in this process
 // polls the sale's stock hash in Redis (at most every ws_poll, only while
-// someone watches) and, when remaining or status changed, encodes one
+// someone watches) and, when remaining, status or the sale's window (a
+// merchant's edit) changed, encodes one
 // prepared frame that every client's writer sends. Redis is the only
 // truth, so any number of server processes can serve the same sale.
 
@@ -40,7 +41,15 @@ type stockMessage struct {
 	Total     int64     `json:"total"`
 	Sold      int64     `json:"sold"`
 	Status    string    `json:"status"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
 	At        time.Time `json:"at"`
+}
+
+// differs reports whether m tells a watcher something new compared to sent.
+func (m stockMessage) differs(sent stockMessage) bool {
+	return sent.Type == "" || m.Remaining != sent.Remaining || m.Status != sent.Status ||
+		!m.StartsAt.Equal(sent.StartsAt) || !m.EndsAt.Equal(sent.EndsAt)
 }
 
 // hubs holds the hubs of the sales watched in this process.
@@ -175,7 +184,7 @@ func (hb *hub) run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			slog.Warn("ws hub: reading stock failed", "sale", hb.sale, "err", err)
-		case err == nil && (msg.Remaining != sent.Remaining || msg.Status != sent.Status || sent.Type == ""):
+		case err == nil && msg.differs(sent):
 			sent = msg
 			hb.broadcast(msg)
 		}
@@ -197,7 +206,7 @@ func (hb *hub) read(ctx context.Context) (stockMessage, error) {
 	now := hb.hubs.s.now()
 	return stockMessage{
 		Type: "stock", SaleID: hb.sale, Remaining: max(0, st.Available), Total: st.Total, Sold: st.Sold,
-		Status: st.StatusAt(now), At: now.UTC(),
+		Status: st.StatusAt(now), StartsAt: st.Start.UTC(), EndsAt: st.End.UTC(), At: now.UTC(),
 	}, nil
 }
 

@@ -19,6 +19,8 @@ type stockFrame struct {
 	SaleID    int64     `json:"sale_id"`
 	Remaining int64     `json:"remaining"`
 	Status    string    `json:"status"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
 	At        time.Time `json:"at"`
 }
 
@@ -67,7 +69,8 @@ func TestLiveStock(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := next(t, c, "the first frame", func(stockFrame) bool { return true })
-		if f.SaleID != sale.ID || f.Remaining != 50 || f.Status != "active" || f.At.IsZero() {
+		if f.SaleID != sale.ID || f.Remaining != 50 || f.Status != "active" || f.At.IsZero() ||
+			!f.StartsAt.Equal(sale.StartsAt) || !f.EndsAt.Equal(sale.EndsAt) {
 			t.Fatalf("first frame %+v", f)
 		}
 		conns = append(conns, c)

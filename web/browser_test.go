@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/seckill/seckill/server/servertest"
 )
@@ -69,7 +71,15 @@ func newTab(t *testing.T, b context.Context, name, base string) *tab {
 	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	tb := &tab{t: t, name: name, ctx: ctx, base: base}
-	if err := chromedp.Do(ctx); err != nil {
+	// Reduced motion: the pages drop their transitions, so a screenshot
+	// shows the state, not an animation halfway.
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}},
+		})
+		return err
+	}))
+	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := chromedp.Console(ctx)
@@ -90,7 +100,7 @@ func newTab(t *testing.T, b context.Context, name, base string) *tab {
 
 func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(tb.ctx, time.Minute)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		tb.t.Fatalf("%s: %s: %v", tb.name, what, err)
@@ -105,6 +115,23 @@ func (tb *tab) waitJS(what, expr string, limit time.Duration) {
 			chromedp.WithPollingTimeout(limit))(ctx, t)
 		return err
 	})))
+}
+
+// setWindow fills the sale form's start (from now, by the browser's clock)
+// and an end an hour later.
+func (tb *tab) setWindow(in time.Duration) {
+	tb.t.Helper()
+	_, err := chromedp.Run(tb.ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const pad = (n) => String(n).padStart(2, "0");
+		const local = (d) => d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" +
+			pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+		const start = new Date(Date.now() + %d);
+		document.querySelector("#f-starts_at").value = local(start);
+		document.querySelector("#f-ends_at").value = local(new Date(start.getTime() + 3600000));
+	})()`, in.Milliseconds())))
+	if err != nil {
+		tb.t.Fatalf("%s: set the sale window: %v", tb.name, err)
+	}
 }
 
 func (tb *tab) text(sel string) string {
@@ -182,17 +209,9 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	)
 	admin.waitJS("limit error shown", `document.querySelector("#err-per_user_limit").textContent.length > 0`, 10*time.Second)
 	admin.screenshot(dir, "admin-form-validation.png")
-	_, err := chromedp.Run(admin.ctx, chromedp.Evaluate[chromedp.Void](`(() => {
-		const pad = (n) => String(n).padStart(2, "0");
-		const local = (d) => d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" +
-			pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
-		const start = new Date(Date.now() + 8000);
-		document.querySelector("#f-starts_at").value = local(start);
-		document.querySelector("#f-ends_at").value = local(new Date(start.getTime() + 3600000));
-	})()`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The sale opens in an hour; once shoppers are watching, the merchant
+	// moves the opening to a few seconds from now.
+	admin.setWindow(time.Hour)
 	admin.do("create", chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "2"), chromedp.Click(chromedp.CSS("#save")))
 	admin.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-remaining")`, 10*time.Second)
 	loc, err := chromedp.Run(admin.ctx, chromedp.Location())
@@ -224,12 +243,22 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	if st := alice.text("#status"); st != "Starts soon" {
 		t.Errorf("before the start the status reads %q", st)
 	}
-	alice.waitJS("countdown", `/^00:0\d$/.test(document.querySelector("#countdown").textContent)`, 5*time.Second)
+	alice.waitJS("countdown", `/^(\d\d:)?\d\d:\d\d$/.test(document.querySelector("#countdown").textContent)`, 5*time.Second)
 	disabled, err := chromedp.Run(alice.ctx, chromedp.Evaluate[bool](`document.querySelector("#buy").disabled`))
 	if err != nil || !disabled {
 		t.Fatalf("buy button enabled before the start (%v)", err)
 	}
 	alice.screenshot(dir, "sale-countdown.png")
+
+	// The merchant moves the opening to 3 seconds from now; the open pages
+	// follow without a reload.
+	admin.do("edit", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d/edit", site.URL, saleID)),
+		chromedp.WaitVisible(chromedp.CSS("#sale-form")))
+	admin.setWindow(3 * time.Second)
+	admin.do("save", chromedp.Click(chromedp.CSS("#save")))
+	admin.waitJS("dashboard again", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-remaining")`, 10*time.Second)
+	alice.waitJS("the new opening", `/^00:0\d$/.test(document.querySelector("#countdown").textContent) ||
+		!document.querySelector("#buy").disabled`, 10*time.Second)
 
 	// The button enables when the sale opens; alice buys two.
 	alice.waitJS("buy enabled", `!document.querySelector("#buy").disabled`, 20*time.Second)

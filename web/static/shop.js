@@ -134,6 +134,7 @@ async function saleView(id) {
   const plus = el("button", { type: "button", "aria-label": "more", onclick: () => setQty(qty + 1) }, "+");
   const buy = el("button", { class: "primary big", id: "buy", disabled: true }, "Buy now");
   const result = el("div", { id: "result" });
+  const when = el("div", { class: "muted", id: "window" });
   let inFlight = false;
   let retryAt = 0;
 
@@ -154,6 +155,7 @@ async function saleView(id) {
       countdownLabel.textContent = st === "sold_out" ? "Every unit is taken" : "This sale is over";
       countdown.textContent = statusLabel[st];
     }
+    when.textContent = `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`;
     minus.disabled = qty <= 1;
     plus.disabled = qty >= sale.per_user_limit;
     buy.disabled = inFlight || st !== "active" || now < retryAt || qty > sale.remaining;
@@ -244,10 +246,13 @@ async function saleView(id) {
         el("span", { class: "muted" }, `max ${sale.per_user_limit} per customer`)),
       buy,
       result,
-      el("div", { class: "muted" }, `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`))));
+      when)));
   pg.keep(watchStock(id, (m) => {
     sale.remaining = m.remaining;
     sale.status = m.status;
+    // A merchant may move the window: countdowns follow.
+    if (m.starts_at) sale.starts_at = m.starts_at;
+    if (m.ends_at) sale.ends_at = m.ends_at;
     paint();
   }, (m) => { mode.textContent = m === "live" ? "live" : "updating every 2 s"; mode.className = `mode ${m}`; }));
   pg.keep(ticker(paint, 100));
