@@ -19,7 +19,7 @@ run: build
 ## test: the whole suite against the real services (see .ci/run to start them)
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 8m $(PKGS)
 
 ## test-race: the suite under the race detector (slower)
 test-race:
