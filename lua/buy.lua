@@ -1,7 +1,8 @@
 -- buy.lua decides a batch of buy requests for one sale, atomically.
 --
 -- KEYS[1] stock hash    total, available, sold, limit, start, end (unix ms),
---                       status (active|paused|ended), price, expire_at (unix ms)
+--                       status (active|paused|ended), price, expire_at (unix ms),
+--                       ttl ("1" once every key below carries expire_at)
 -- KEYS[2] buyers hash   user_id -> units bought
 -- KEYS[3] reqs hash     user_id|request_id -> "code|order_id|qty|remaining"
 -- KEYS[4] outbox stream one entry per accepted order, read by the relay
@@ -26,7 +27,7 @@
 local n = tonumber(ARGV[2])
 local out = {}
 
-local s = redis.call('HMGET', KEYS[1], 'available', 'sold', 'limit', 'start', 'end', 'status', 'price', 'expire_at')
+local s = redis.call('HMGET', KEYS[1], 'available', 'sold', 'limit', 'start', 'end', 'status', 'price', 'expire_at', 'ttl')
 if not s[1] then
   for i = 0, n - 1 do
     local b = 3 + 4 * i
@@ -103,13 +104,21 @@ for i = 0, n - 1 do
 end
 
 if changed then
-  redis.call('HSET', KEYS[1], 'available', available, 'sold', sold)
+  -- The sale's keys expire with it. Once all of them exist (after the first
+  -- accepted order) they get expire_at once, and the stock hash remembers
+  -- it, so later calls skip four commands.
   local exp = tonumber(s[8] or '0')
-  if exp > 0 then
-    for k = 2, 5 do
-      redis.call('PEXPIREAT', KEYS[k], exp)
+  if exp > 0 and s[9] ~= '1' then
+    if sold > tonumber(s[2]) then
+      for k = 2, 5 do
+        redis.call('PEXPIREAT', KEYS[k], exp)
+      end
+      redis.call('HSET', KEYS[1], 'ttl', '1')
+    else
+      redis.call('PEXPIREAT', KEYS[3], exp)
     end
   end
+  redis.call('HSET', KEYS[1], 'available', available, 'sold', sold)
 end
 out[#out + 1] = available
 out[#out + 1] = closed or ''

@@ -18,6 +18,8 @@ local fresh = redis.call('EXISTS', KEYS[1]) == 0
 if fresh or ARGV[9] == '1' then
   local total, sold = tonumber(ARGV[1]), tonumber(ARGV[2])
   redis.call('HSET', KEYS[1], 'total', total, 'sold', sold, 'available', total - sold)
+  -- Keys rebuilt from the ledger may lack the expiry: buy.lua sets it again.
+  redis.call('HDEL', KEYS[1], 'ttl')
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
   'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8])

@@ -103,7 +103,7 @@ func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := context.WithTimeout(tb.ctx, time.Minute)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		tb.t.Fatalf("%s: %s: %v", tb.name, what, err)
+		tb.t.Fatalf("%s: %s: %v\n%s", tb.name, what, err, tb.describe())
 	}
 }
 
@@ -132,6 +132,23 @@ func (tb *tab) setWindow(in time.Duration) {
 	if err != nil {
 		tb.t.Fatalf("%s: set the sale window: %v", tb.name, err)
 	}
+}
+
+// describe tells where the page is, what it shows and what it logged, and
+// saves a screenshot, for a failure message.
+func (tb *tab) describe() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+	if err != nil {
+		state = "page state unknown: " + err.Error()
+	}
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(artifacts(tb.t), "failure-"+tb.name+".png"), png, 0o644)
+	}
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return fmt.Sprintf("page: %s\nconsole errors: %q", state, tb.errors)
 }
 
 func (tb *tab) text(sel string) string {

@@ -250,8 +250,9 @@ async function dashboardView(id) {
   if (!sale) return;
   signedIn(true);
   noteServerTime(sale.server_time);
-  const stat = (key, label) => el("div", { class: "card stat" }, el("div", { class: "n", id: `stat-${key}` }, "–"), el("div", { class: "l" }, label));
-  const rate = (key, label) => el("div", { class: "card stat" }, el("div", { class: "n", id: `rate-${key}` }, "0"), el("div", { class: "l" }, `${label} /s`));
+  const cells = {}, rates = {};
+  const stat = (key, label) => el("div", { class: "card stat" }, cells[key] = el("div", { class: "n", id: `stat-${key}` }, "–"), el("div", { class: "l" }, label));
+  const rate = (key, label) => el("div", { class: "card stat" }, rates[key] = el("div", { class: "n", id: `rate-${key}` }, "0"), el("div", { class: "l" }, `${label} /s`));
   const badge = el("span", { class: "badge", id: "status" });
   const when = el("span", { class: "muted", id: "when" });
   const canvas = el("canvas", { class: "chart", id: "chart" });
@@ -259,15 +260,14 @@ async function dashboardView(id) {
   const points = [];
   let prev = null;
   let stats = null;
+  // Answers may arrive after the merchant has left this view: drop them.
+  let live = true;
 
   const render = () => {
-    if (!stats) return;
+    if (!stats || !live) return;
     badge.className = `badge ${stats.status}`;
     badge.textContent = statusLabel[stats.status] || stats.status;
-    for (const k of ["sold", "remaining", "orders_persisted", "orders_pending", "orders_paid", "orders_cancelled"]) {
-      const n = $(`#stat-${k}`);
-      if (n) n.textContent = stats[k];
-    }
+    for (const [k, cell] of Object.entries(cells)) cell.textContent = stats[k];
     const now = serverNow();
     when.textContent = now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
       : now < Date.parse(sale.ends_at) ? `ends in ${duration(Date.parse(sale.ends_at) - now)}` : `ended ${localTime(sale.ends_at)}`;
@@ -279,13 +279,13 @@ async function dashboardView(id) {
     } catch (e) {
       return;
     }
-    if (!s) return;
+    if (!s || !live) return;
     const t = Date.parse(s.at);
     if (prev) {
       const dt = Math.max(0.001, (t - prev.t) / 1000);
       for (const k of ["ok", "sold_out", "limit_exceeded", "rate_limited"]) {
         const d = ((s.outcomes[k] || 0) - (prev.outcomes[k] || 0)) / dt;
-        $(`#rate-${k}`).textContent = Math.max(0, Math.round(d));
+        rates[k].textContent = Math.max(0, Math.round(d));
       }
     }
     prev = { t, outcomes: s.outcomes };
@@ -318,6 +318,7 @@ async function dashboardView(id) {
       el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),
     el("h2", {}, "Controls"),
     el("div", { class: "card" }, ctl));
+  pg.keep(() => { live = false; });
   pg.keep(ticker(refresh, 1000));
   pg.keep(ticker(render, 500));
   // Stock moves between stats polls: show it the moment the hub pushes it.
