@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -160,16 +159,16 @@ func TestReserveWritesOutboxEvent(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("outbox = %v, %v; want one event", msgs, err)
 	}
-	v := msgs[0].Values
-	want := map[string]string{"order_id": r.OrderID, "sale_id": strconv.FormatInt(sale, 10), "user_id": "alice",
-		"qty": "3", "price": "250", "request_id": "req-0001"}
-	for k, w := range want {
-		if v[k] != w {
-			t.Errorf("event %s = %v, want %s", k, v[k], w)
-		}
+	ev, err := inventory.ParseOutboxEntry(msgs[0].Values)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ts, _ := strconv.ParseInt(fmt.Sprint(v["ts"]), 10, 64); ts < before {
-		t.Errorf("event ts = %v, want about now", v["ts"])
+	want := orders.Event{OrderID: r.OrderID, SaleID: sale, UserID: "alice", Qty: 3, PriceCents: 250, RequestID: "req-0001", At: ev.At}
+	if ev != want {
+		t.Errorf("event %+v, want %+v", ev, want)
+	}
+	if ev.At < before || ev.At > time.Now().UnixMilli()+1000 {
+		t.Errorf("event ts = %d, want about now", ev.At)
 	}
 	acc, ok, err := e.inv.Accepted(ctx, sale, r.OrderID)
 	if err != nil || !ok || acc.UserID != "alice" || acc.Qty != 3 || acc.RequestID != "req-0001" {

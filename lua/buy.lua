@@ -5,7 +5,8 @@
 --                       ttl ("1" once every key below carries expire_at)
 -- KEYS[2] buyers hash   user_id -> units bought
 -- KEYS[3] reqs hash     user_id|request_id -> "code|order_id|qty|remaining"
--- KEYS[4] outbox stream one entry per accepted order, read by the relay
+-- KEYS[4] outbox stream one entry per accepted order, read by the relay: one
+--                       field e = order_id|sale_id|user_id|qty|price|request_id|ts
 -- KEYS[5] orders hash   order_id -> "user_id|qty|request_id|ts", so an order
 --                       can be found before the worker has persisted it
 -- ARGV[1] sale id
@@ -88,8 +89,8 @@ for i = 0, n - 1 do
       available = available - qty
       sold = sold + qty
       redis.call('HINCRBY', KEYS[2], user, qty)
-      redis.call('XADD', KEYS[4], '*', 'order_id', oid, 'sale_id', ARGV[1], 'user_id', user,
-        'qty', qty, 'price', price, 'request_id', rid, 'ts', now)
+      redis.call('XADD', KEYS[4], '*', 'e',
+        oid .. '|' .. ARGV[1] .. '|' .. user .. '|' .. qty .. '|' .. price .. '|' .. rid .. '|' .. now)
       redis.call('HSET', KEYS[5], oid, user .. '|' .. qty .. '|' .. rid .. '|' .. now)
     else
       oid = ''

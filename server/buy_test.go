@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
 )
@@ -133,15 +134,19 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 	}
 	seen := map[string]bool{}
 	for _, ev := range events {
-		id := ev.Values["order_id"].(string)
+		got, err := inventory.ParseOutboxEntry(ev.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := got.OrderID
 		a, ok := want[id]
 		if !ok || seen[id] {
 			t.Errorf("outbox event for order %s: accepted %v, seen before %v", id, ok, seen[id])
 			continue
 		}
 		seen[id] = true
-		if ev.Values["user_id"] != a.user || ev.Values["qty"] != strconv.FormatInt(a.qty, 10) {
-			t.Errorf("event %v does not match answer %+v", ev.Values, a)
+		if got.UserID != a.user || got.Qty != a.qty {
+			t.Errorf("event %+v does not match answer %+v", got, a)
 		}
 	}
 	if len(events) != len(oks) {

@@ -9,8 +9,7 @@ import (
 
 func entry(i int) redis.XMessage {
 	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: map[string]any{
-		"order_id": fmt.Sprintf("01JDQ0000000000000000000%02d-7", i), "sale_id": "7", "user_id": fmt.Sprint("u", i),
-		"qty": "1", "price": "100", "request_id": fmt.Sprintf("request-%04d", i), "ts": "1700000000000",
+		"e": fmt.Sprintf("01JDQ0000000000000000000%02d-7|7|u%d|1|100|request-%04d|1700000000000", i, i, i),
 	}}
 }
 
@@ -22,7 +21,7 @@ func TestPack(t *testing.T) {
 	for i := range 8 {
 		entries = append(entries, entry(i))
 	}
-	entries[3].Values["qty"] = "lots"
+	entries[3].Values["e"] = "01JDQ00000000000000000000003-7|7|u3|lots|100|request-0003|1700000000000"
 	msgs := pack(entries, 3)
 	var got [][]string
 	for _, m := range msgs {

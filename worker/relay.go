@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -384,7 +383,7 @@ func pack(entries []redis.XMessage, size int) []message {
 		}
 	}
 	for _, e := range entries {
-		ev, err := eventOf(e)
+		ev, err := inventory.ParseOutboxEntry(e.Values)
 		if err != nil {
 			flush()
 			body, err := json.Marshal(e.Values)
@@ -402,19 +401,6 @@ func pack(entries []redis.XMessage, size int) []message {
 	}
 	flush()
 	return out
-}
-
-// eventOf reads a stream entry written by buy.lua.
-func eventOf(e redis.XMessage) (orders.Event, error) {
-	str := func(k string) string { v, _ := e.Values[k].(string); return v }
-	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
-	ev := orders.Event{OrderID: str("order_id"), UserID: str("user_id"), RequestID: str("request_id")}
-	var errs [4]error
-	ev.SaleID, errs[0] = num("sale_id")
-	ev.Qty, errs[1] = num("qty")
-	ev.PriceCents, errs[2] = num("price")
-	ev.At, errs[3] = num("ts")
-	return ev, errors.Join(errs[:]...)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -19,6 +19,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
 )
@@ -207,7 +208,11 @@ func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
 	}
 	publishRaw(t, p, func(ch *amqp.Channel) {
 		for _, m := range res[0].Messages {
-			body, _ := json.Marshal(eventOf(t, m.Values))
+			ev, err := inventory.ParseOutboxEntry(m.Values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(ev)
 			mustPublish(t, ch, p.broker.Names().Orders(), body)
 		}
 	})
@@ -220,16 +225,6 @@ func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
 	})
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
-}
-
-func eventOf(t *testing.T, v map[string]any) orders.Event {
-	var e orders.Event
-	_, err := fmt.Sscan(fmt.Sprint(v["sale_id"], " ", v["qty"], " ", v["price"], " ", v["ts"]), &e.SaleID, &e.Qty, &e.PriceCents, &e.At)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.OrderID, e.UserID, e.RequestID = v["order_id"].(string), v["user_id"].(string), v["request_id"].(string)
-	return e
 }
 
 // publishRaw gives fn a confirming channel of its own on the broker.

@@ -1,0 +1,34 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/seckill/seckill/orders"
+)
+
+// ParseOutboxEntry reads an entry of a sale's outbox stream as buy.lua
+// writes it: one field "e" holding
+// order_id|sale_id|user_id|qty|price|request_id|ts (one field rather than
+// seven keeps the XADD, the script's costliest command per order, small;
+// none of the parts can contain "|").
+func ParseOutboxEntry(values map[string]any) (orders.Event, error) {
+	s, _ := values["e"].(string)
+	p := strings.Split(s, "|")
+	if len(p) != 7 {
+		return orders.Event{}, fmt.Errorf("inventory: outbox entry %v is not an order event", values)
+	}
+	num := func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
+	ev := orders.Event{OrderID: p[0], UserID: p[2], RequestID: p[5]}
+	var errs [4]error
+	ev.SaleID, errs[0] = num(p[1])
+	ev.Qty, errs[1] = num(p[3])
+	ev.PriceCents, errs[2] = num(p[4])
+	ev.At, errs[3] = num(p[6])
+	if err := errors.Join(errs[:]...); err != nil {
+		return orders.Event{}, fmt.Errorf("inventory: outbox entry %q: %w", s, err)
+	}
+	return ev, nil
+}
