@@ -13,7 +13,10 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -322,4 +325,34 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	for _, s := range []*tab{admin, alice, bob} {
 		s.checkConsole()
 	}
+}
+
+// TestStockFallsBackToPolling: where WebSockets cannot be opened (a
+// browser or network that refuses them), the sale page says so, polls the
+// sale, and the stock still moves.
+func TestStockFallsBackToPolling(t *testing.T) {
+	env := servertest.New(t)
+	srv := env.Server(t, nil)
+	site := servertest.HTTP(t, srv.Handler())
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 5, Limit: 5})
+	b := browser(t)
+	shopper := newTab(t, b, "shopper", site.URL)
+	shopper.do("break WebSockets", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.WebSocket = function () { throw new DOMException("WebSockets are blocked here", "SecurityError"); };`,
+		})
+		return err
+	}))
+	shopper.do("open sale", chromedp.Navigate(fmt.Sprintf("%s/#/sales/%d", site.URL, sale.ID)),
+		chromedp.WaitVisible(chromedp.CSS("#remaining")))
+	shopper.waitJS("polling mode", `document.querySelector("#mode").textContent.includes("every 2 s")`, 30*time.Second)
+
+	res, err := env.Inventory.Reserve(context.Background(), sale.ID, []inventory.Request{{
+		UserID: "poll-buyer", Qty: 2, RequestID: "poll-request-1", OrderID: orders.NewID(sale.ID),
+	}})
+	if err != nil || res[0].Err != nil || res[0].Remaining != 3 {
+		t.Fatalf("buy: %+v, %v", res, err)
+	}
+	shopper.waitJS("stock fell by polling", `document.querySelector("#remaining").textContent === "3"`, 10*time.Second)
+	shopper.checkConsole()
 }
