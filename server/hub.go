@@ -179,11 +179,19 @@ func (hb *hub) run(ctx context.Context) {
 	tick := time.NewTicker(hb.hubs.s.cfg.WSPoll)
 	defer tick.Stop()
 	var sent stockMessage
+	failing := false // log a Redis outage once, not ten times a second
 	for {
 		msg, err := hb.read(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			slog.Warn("ws hub: reading stock failed", "sale", hb.sale, "err", err)
+			if !failing {
+				slog.Warn("ws hub: reading stock failed; watchers keep the last value", "sale", hb.sale, "err", err)
+			}
+			failing = true
+		case err == nil && failing:
+			failing = false
+			slog.Info("ws hub: reading stock again", "sale", hb.sale)
+			fallthrough
 		case err == nil && msg.differs(sent):
 			sent = msg
 			hb.broadcast(msg)
