@@ -36,19 +36,21 @@ async function guard(fn) {
 }
 
 function loginView() {
+  const v = pg.begin();
   nav("");
   const pw = el("input", { type: "password", id: "password", autocomplete: "current-password", required: true });
   const err = el("span", { class: "err", id: "login-error" });
   const submit = el("button", { class: "primary", type: "submit", id: "login" }, "Log in");
-  pg.show(el("form", { class: "card signin", onsubmit: async (ev) => {
+  v.show(el("form", { class: "card signin", onsubmit: async (ev) => {
     ev.preventDefault();
     submit.disabled = true;
     err.textContent = "";
     try {
       await api("POST", "/admin/api/login", { password: pw.value });
       signedIn(true);
-      location.hash = "#/";
-      route();
+      if (location.hash === "#/") route();
+      else location.hash = "#/"; // hashchange routes
+
     } catch (e) {
       err.textContent = e.code === "rate_limited" ? `Too many attempts; wait ${e.retryAfter || 60} s.` : e.message;
     }
@@ -87,12 +89,13 @@ function controls(sale, after) {
 }
 
 async function salesView() {
+  const v = pg.begin();
   nav("sales");
   let list;
   try {
     list = await guard(() => api("GET", "/admin/api/sales"));
   } catch (e) {
-    return pg.show(el("p", { class: "result bad" }, e.message));
+    return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!list) return;
   signedIn(true);
@@ -107,7 +110,7 @@ async function salesView() {
     el("td", {}, el("div", { class: "actions" },
       el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
       s.status !== "ended" ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
-  pg.show(
+  v.show(
     el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Sales"),
       el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
     sales.length ? el("div", { class: "table-wrap" }, el("table", { id: "sales" },
@@ -125,13 +128,14 @@ function toLocalInput(iso) {
 }
 
 async function formView(id) {
+  const v = pg.begin();
   nav(id ? "" : "new");
   let sale = null;
   if (id) {
     try {
       sale = await guard(() => api("GET", `/admin/api/sales/${id}`));
     } catch (e) {
-      return pg.show(el("p", { class: "result bad" }, e.message));
+      return v.show(el("p", { class: "result bad" }, e.message));
     }
     if (!sale) return;
   }
@@ -196,7 +200,7 @@ async function formView(id) {
     }
     submit.disabled = false;
   };
-  pg.show(el("h1", {}, sale ? `Edit sale ${sale.id}` : "New sale"),
+  v.show(el("h1", {}, sale ? `Edit sale ${sale.id}` : "New sale"),
     el("form", { class: "card sale-form", id: "sale-form", onsubmit, novalidate: true }, labels,
       el("div", { class: "full" }, formErr),
       el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, "Cancel"))));
@@ -240,12 +244,13 @@ function chart(canvas, points, total) {
 }
 
 async function dashboardView(id) {
+  const v = pg.begin();
   nav("");
   let sale;
   try {
     sale = await guard(() => api("GET", `/admin/api/sales/${id}`));
   } catch (e) {
-    return pg.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+    return v.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
   }
   if (!sale) return;
   signedIn(true);
@@ -302,7 +307,7 @@ async function dashboardView(id) {
     render();
   };
 
-  pg.show(
+  v.show(
     el("div", { class: "row", style: "justify-content:space-between" },
       el("div", {}, el("h1", { style: "margin-bottom:.2rem" }, `${sale.name}`),
         el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, `${sale.item} · ${money(sale.price_cents)} · limit ${sale.per_user_limit}`))),
@@ -318,11 +323,11 @@ async function dashboardView(id) {
       el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),
     el("h2", {}, "Controls"),
     el("div", { class: "card" }, ctl));
-  pg.keep(() => { live = false; });
-  pg.keep(ticker(refresh, 1000));
-  pg.keep(ticker(render, 500));
+  v.keep(() => { live = false; });
+  v.keep(ticker(refresh, 1000));
+  v.keep(ticker(render, 500));
   // Stock moves between stats polls: show it the moment the hub pushes it.
-  pg.keep(watchStock(id, (m) => {
+  v.keep(watchStock(id, (m) => {
     if (!stats) return;
     stats.remaining = m.remaining;
     stats.status = m.status;

@@ -19,18 +19,32 @@ export function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-// page manages a page's main element: show replaces the view and stops
-// what the previous view started (timers, sockets); keep registers such a
-// stop function.
+// page manages a page's main element across views. Each view calls begin
+// first: that stops what the previous view started (timers, sockets) and
+// returns the new view's handle. A view that awaits something may have been
+// left meanwhile: its show then renders nothing and returns false, its keep
+// stops at once, so a slow answer never replaces a newer view.
 export function page(root) {
+  let gen = 0;
   let stops = [];
   return {
-    show(...nodes) {
+    begin() {
+      const mine = ++gen;
       for (const stop of stops) stop();
       stops = [];
-      root.replaceChildren(...nodes);
+      const current = () => mine === gen;
+      return {
+        current,
+        show(...nodes) {
+          if (current()) root.replaceChildren(...nodes);
+          return current();
+        },
+        keep(stop) {
+          if (current()) stops.push(stop);
+          else stop();
+        },
+      };
     },
-    keep(stop) { stops.push(stop); },
   };
 }
 

@@ -25,6 +25,7 @@ async function signOut() {
 }
 
 function signInView(next) {
+  const v = pg.begin();
   nav("");
   const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: "e.g. alice" });
   const err = el("span", { class: "err" });
@@ -47,12 +48,13 @@ function signInView(next) {
   el("p", { class: "muted" }, "Pick a name to shop with. No password needed."),
   el("label", {}, "Your name", name, err),
   submit);
-  pg.show(form);
+  v.show(form);
   name.focus();
 }
 
 // The sale list.
 async function salesView() {
+  const v = pg.begin();
   nav("sales");
   let list;
   try {
@@ -60,9 +62,9 @@ async function salesView() {
     list = (await api("GET", "/api/sales")).sales;
     if (list.length) noteServerTime(list[0].server_time, sent, Date.now());
   } catch (e) {
-    return pg.show(el("p", { class: "result bad" }, e.message));
+    return v.show(el("p", { class: "result bad" }, e.message));
   }
-  if (!list.length) return pg.show(el("h1", {}, "Flash sales"), el("p", { class: "empty" }, "No sales right now. Come back soon."));
+  if (!list.length) return v.show(el("h1", {}, "Flash sales"), el("p", { class: "empty" }, "No sales right now. Come back soon."));
   const cards = list.map((s) => {
     const badge = el("span", { class: "badge" });
     const when = el("span", { class: "muted" });
@@ -84,10 +86,10 @@ async function salesView() {
       fill.style.width = `${(100 * s.remaining) / s.total}%`;
       left.textContent = `${s.remaining} left`;
     };
-    pg.keep(ticker(paint, 500));
+    v.keep(ticker(paint, 500));
     return card;
   });
-  pg.show(el("h1", {}, "Flash sales"), el("div", { class: "grid" }, cards));
+  v.show(el("h1", {}, "Flash sales"), el("div", { class: "grid" }, cards));
 }
 
 // Outcome messages for every refusal a buy can get.
@@ -112,6 +114,7 @@ function randomID() {
 }
 
 async function saleView(id) {
+  const v = pg.begin();
   nav("sales");
   let sale;
   try {
@@ -119,7 +122,7 @@ async function saleView(id) {
     sale = await api("GET", `/api/sales/${id}`);
     noteServerTime(sale.server_time, sent, Date.now());
   } catch (e) {
-    return pg.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+    return v.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
   }
   const badge = el("span", { class: "badge", id: "status" });
   const fill = el("div");
@@ -183,7 +186,7 @@ async function saleView(id) {
       left.textContent = duration(ms);
       if (ms <= 0) { pay.disabled = true; left.textContent = "window closed"; }
     }, 500);
-    pg.keep(stop);
+    v.keep(stop);
     pay.onclick = async () => {
       pay.disabled = true;
       try {
@@ -232,7 +235,7 @@ async function saleView(id) {
     paint();
   };
 
-  pg.show(el("div", { class: "sale-page" },
+  v.show(el("div", { class: "sale-page" },
     el("section", { class: "card hero" },
       el("div", { class: "row" }, badge, mode),
       el("div", { class: "item", id: "item" }, sale.item),
@@ -247,7 +250,7 @@ async function saleView(id) {
       buy,
       result,
       when)));
-  pg.keep(watchStock(id, (m) => {
+  v.keep(watchStock(id, (m) => {
     sale.remaining = m.remaining;
     sale.status = m.status;
     // A merchant may move the window: countdowns follow.
@@ -255,19 +258,20 @@ async function saleView(id) {
     if (m.ends_at) sale.ends_at = m.ends_at;
     paint();
   }, (m) => { mode.textContent = m === "live" ? "live" : "updating every 2 s"; mode.className = `mode ${m}`; }));
-  pg.keep(ticker(paint, 100));
+  v.keep(ticker(paint, 100));
 }
 
 async function ordersView() {
+  const v = pg.begin();
   nav("orders");
   let list;
   try {
     list = (await api("GET", "/api/orders")).orders;
   } catch (e) {
     if (e.code === "unauthenticated") return signInView(() => route());
-    return pg.show(el("p", { class: "result bad" }, e.message));
+    return v.show(el("p", { class: "result bad" }, e.message));
   }
-  if (!list.length) return pg.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
+  if (!list.length) return v.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
   const rows = list.map((o) => {
     const badge = el("span", { class: `badge ${o.status}` }, o.status);
     const left = el("span", { class: "muted" });
@@ -292,14 +296,14 @@ async function ordersView() {
       pay.disabled = false;
       paint();
     };
-    pg.keep(ticker(paint, 1000));
+    v.keep(ticker(paint, 1000));
     return el("tr", { "data-order": o.order_id },
       el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, `Sale ${o.sale_id}`)),
       el("td", { class: "mono hide-narrow" }, o.order_id),
       el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
       el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
   });
-  pg.show(el("h1", {}, "My orders"), el("div", { class: "table-wrap" }, el("table", {},
+  v.show(el("h1", {}, "My orders"), el("div", { class: "table-wrap" }, el("table", {},
     el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h, i) =>
       el("th", { class: i === 1 || i === 5 ? "hide-narrow" : null }, h)))),
     el("tbody", {}, rows))));
