@@ -84,13 +84,10 @@ func unauthenticated(msg string) *Error {
 // requireUser authenticates a shopper by "Authorization: Bearer <token>" or
 // the session cookie.
 func (s *Server) requireUser(c *gin.Context) {
-	raw, ok := bearer(c)
-	if !ok {
-		var err error
-		if raw, err = c.Cookie(sessionCookie); err != nil || raw == "" {
-			abort(c, unauthenticated("Sign in first: no session token."))
-			return
-		}
+	raw := sessionToken(c)
+	if raw == "" {
+		abort(c, unauthenticated("Sign in first: no session token."))
+		return
 	}
 	u, err := s.parseToken(raw)
 	if err != nil {
@@ -103,6 +100,15 @@ func (s *Server) requireUser(c *gin.Context) {
 	}
 	c.Set(ctxUser, u)
 	c.Next()
+}
+
+// sessionToken is the request's bearer token, else its session cookie.
+func sessionToken(c *gin.Context) string {
+	if raw, ok := bearer(c); ok {
+		return raw
+	}
+	raw, _ := c.Cookie(sessionCookie)
+	return raw
 }
 
 func currentUser(c *gin.Context) User {
@@ -148,10 +154,7 @@ func (s *Server) createSession(c *gin.Context) {
 // valid session it answers signed_in false rather than a 401, which a
 // browser would log as an error.
 func (s *Server) whoAmI(c *gin.Context) {
-	raw, ok := bearer(c)
-	if !ok {
-		raw, _ = c.Cookie(sessionCookie)
-	}
+	raw := sessionToken(c)
 	u, err := s.parseToken(raw)
 	if raw == "" || err != nil {
 		c.JSON(http.StatusOK, gin.H{"signed_in": false})

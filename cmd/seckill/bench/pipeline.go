@@ -86,6 +86,9 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
+	if naiveDone == 0 {
+		return Table{}, fmt.Errorf("the naive consumer wrote nothing in %s", naiveTime)
+	}
 	naiveRate := float64(naiveDone) / naiveTime.Seconds()
 
 	return Table{
@@ -174,7 +177,7 @@ func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Durati
 	}
 	// Only as many messages as the naive consumer can take in d (at most
 	// 2,000/s here), so the fill does not dominate the run.
-	fill := evs[:min(len(evs), int(d.Seconds())*2000)]
+	fill := evs[:min(len(evs), max(100, int(d.Seconds()*2000)))]
 	var pending []*amqp.DeferredConfirmation
 	for _, ev := range fill {
 		body, _ := json.Marshal(ev)

@@ -120,7 +120,6 @@ type run struct {
 	o     Options
 	c     *client
 	users []user
-	sale  saleView
 	id    string
 
 	hist      *hdrhistogram.Histogram
@@ -142,16 +141,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Users < 1 || o.Qty < 1 || (o.Rate <= 0 && o.Concurrency < 1) || (o.Duration <= 0 && o.Requests <= 0) {
 		return Report{}, errors.New("loadtest: need users ≥ 1, qty ≥ 1, -c ≥ 1 or --rate > 0, and --duration or -n")
 	}
-	if o.Client == nil {
-		o.Client = newHTTPClient(max(o.Concurrency, o.MaxInFlight, 64))
-	}
-	r := &run{
-		o: o, c: &client{base: strings.TrimRight(o.URL, "/"), http: o.Client, admin: o.AdminToken, buyPath: o.Path},
-		hist:     hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3),
-		outcomes: map[string]int64{}, orders: map[string]sent{}, byRID: map[string]string{},
-		id: runID(),
-	}
-	r.minRemaining.Store(1 << 62)
+	r := newRun(o)
 	var err error
 	if o.SaleID == 0 {
 		if r.o.SaleID, err = r.c.createSale(ctx, o.CreateSale, r.id); err != nil {
@@ -163,7 +153,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r.sale = before
 	var persistedBefore int64
 	if o.WaitPersist > 0 {
 		st, err := r.c.stats(ctx, o.SaleID)
@@ -210,11 +199,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 // WriteTokens makes o.Users users (as a run would) and writes their tokens
 // to path, one per line, for other load tools.
 func WriteTokens(ctx context.Context, o Options, path string) error {
-	if o.Client == nil {
-		o.Client = newHTTPClient(32)
-	}
-	r := &run{o: o, c: &client{base: strings.TrimRight(o.URL, "/"), http: o.Client}, id: runID()}
-	users, err := r.makeUsers(ctx)
+	users, err := newRun(o).makeUsers(ctx)
 	if err != nil {
 		return err
 	}
@@ -225,10 +210,20 @@ func WriteTokens(ctx context.Context, o Options, path string) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-func runID() string {
+func newRun(o Options) *run {
+	if o.Client == nil {
+		o.Client = newHTTPClient(max(o.Concurrency, o.MaxInFlight, 64))
+	}
 	b := make([]byte, 4)
 	_, _ = crand.Read(b)
-	return hex.EncodeToString(b)
+	r := &run{
+		o: o, c: &client{base: strings.TrimRight(o.URL, "/"), http: o.Client, admin: o.AdminToken, buyPath: o.Path},
+		hist:     hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3),
+		outcomes: map[string]int64{}, orders: map[string]sent{}, byRID: map[string]string{},
+		id: hex.EncodeToString(b),
+	}
+	r.minRemaining.Store(1 << 62)
+	return r
 }
 
 func newHTTPClient(conns int) *http.Client {
@@ -321,14 +316,6 @@ func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
 	} else {
 		r.recent[rand.IntN(len(r.recent))] = s
 	}
-}
-
-// done reports whether the run has sent enough.
-func (r *run) done(start time.Time) bool {
-	if r.o.Requests > 0 {
-		return r.sentN.Load() >= int64(r.o.Requests)
-	}
-	return time.Since(start) >= r.o.Duration
 }
 
 func (r *run) closedLoop(ctx context.Context) {
