@@ -10,15 +10,31 @@ import (
 )
 
 // ParseOutboxEntry reads an entry of a sale's outbox stream as buy.lua
-// writes it: one field "e" holding
-// order_id|sale_id|user_id|qty|price|request_id|ts (one field rather than
-// seven keeps the XADD, the script's costliest command per order, small;
-// none of the parts can contain "|").
-func ParseOutboxEntry(values map[string]any) (orders.Event, error) {
+// writes it: one field "e" holding one line per order accepted by the
+// call, order_id|sale_id|user_id|qty|price|request_id|ts (none of the
+// parts can contain "|" or a line break). One entry per call rather than
+// per order keeps the script's writes to one XADD, whatever the batch.
+func ParseOutboxEntry(values map[string]any) ([]orders.Event, error) {
 	s, _ := values["e"].(string)
+	if s == "" {
+		return nil, fmt.Errorf("inventory: outbox entry %v is not an order event", values)
+	}
+	lines := strings.Split(s, "\n")
+	evs := make([]orders.Event, len(lines))
+	for i, line := range lines {
+		ev, err := parseOutboxLine(line)
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = ev
+	}
+	return evs, nil
+}
+
+func parseOutboxLine(s string) (orders.Event, error) {
 	p := strings.Split(s, "|")
 	if len(p) != 7 {
-		return orders.Event{}, fmt.Errorf("inventory: outbox entry %v is not an order event", values)
+		return orders.Event{}, fmt.Errorf("inventory: outbox line %q is not an order event", s)
 	}
 	num := func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
 	ev := orders.Event{OrderID: p[0], UserID: p[2], RequestID: p[5]}
@@ -28,7 +44,7 @@ func ParseOutboxEntry(values map[string]any) (orders.Event, error) {
 	ev.PriceCents, errs[2] = num(p[4])
 	ev.At, errs[3] = num(p[6])
 	if err := errors.Join(errs[:]...); err != nil {
-		return orders.Event{}, fmt.Errorf("inventory: outbox entry %q: %w", s, err)
+		return orders.Event{}, fmt.Errorf("inventory: outbox line %q: %w", s, err)
 	}
 	return ev, nil
 }

@@ -5,8 +5,9 @@
 --                       ttl ("1" once every key below carries expire_at)
 -- KEYS[2] buyers hash   user_id -> units bought
 -- KEYS[3] reqs hash     user_id|request_id -> "code|order_id|qty|remaining"
--- KEYS[4] outbox stream one entry per accepted order, read by the relay: one
---                       field e = order_id|sale_id|user_id|qty|price|request_id|ts
+-- KEYS[4] outbox stream one entry per call that accepted orders, read by the
+--                       relay: one field e holding one line per accepted order,
+--                       order_id|sale_id|user_id|qty|price|request_id|ts
 -- KEYS[5] orders hash   order_id -> "user_id|qty|request_id|ts", so an order
 --                       can be found before the worker has persisted it
 -- ARGV[1] sale id
@@ -24,6 +25,10 @@
 --   not_started, ended, paused  the sale is outside its window or paused
 --   sale_not_found  no stock hash for this sale
 -- A request id seen before returns its stored answer unchanged.
+--
+-- The cost of a call is mostly its number of Redis commands, so every key
+-- is read once (HMGET) and written once (HSET, XADD) for the whole batch,
+-- whatever its size.
 
 local n = tonumber(ARGV[2])
 local out = {}
@@ -42,12 +47,30 @@ if not s[1] then
   return out
 end
 
+-- call runs cmd on key with args[1..] appended, in chunks small enough for
+-- unpack; step is a multiple of the arity of cmd's argument groups.
+local function call(cmd, key, args, step)
+  local r = {}
+  for i = 1, #args, step do
+    local part = redis.call(cmd, key, unpack(args, i, math.min(i + step - 1, #args)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do
+        r[#r + 1] = v
+      end
+    end
+  end
+  return r
+end
+
 local available = tonumber(s[1])
 local sold = tonumber(s[2])
 local limit = tonumber(s[3])
 local price = s[7]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Numbers meet strings through string.format('%d'): Lua's own conversion
+-- (%.14g) costs several times more, and this runs per request.
+local nowS = string.format('%d', now)
 
 -- A refusal that applies to every new request of this batch.
 local closed = nil
@@ -59,14 +82,41 @@ elseif now < tonumber(s[4]) then
   closed = 'not_started'
 end
 
-local changed = false
+local fields = {}
 for i = 0, n - 1 do
   local b = 3 + 4 * i
-  local user, qty, rid, oid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3]
-  local field = user .. '|' .. rid
-  local seen = redis.call('HGET', KEYS[3], field)
-  if seen then
-    local code, soid, sqty, rem = string.match(seen, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  fields[i + 1] = ARGV[b] .. '|' .. ARGV[b + 2]
+end
+local seen = call('HMGET', KEYS[3], fields, 1000)
+
+-- Units per user, read once for the users of this batch that may buy.
+local units = {}
+if not closed and available > 0 then
+  local users, at = {}, {}
+  for i = 0, n - 1 do
+    local u = ARGV[3 + 4 * i]
+    if not seen[i + 1] and not at[u] then
+      users[#users + 1] = u
+      at[u] = #users
+    end
+  end
+  if #users > 0 then
+    local got = call('HMGET', KEYS[2], users, 1000)
+    for j, u in ipairs(users) do
+      units[u] = tonumber(got[j] or '0')
+    end
+  end
+end
+
+local answers, bought, events, accepted = {}, {}, {}, {}
+for i = 0, n - 1 do
+  local b = 3 + 4 * i
+  local user, qtyS, rid, oid = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local qty = tonumber(qtyS)
+  local field = fields[i + 1]
+  local stored = seen[i + 1] or answers[field]
+  if stored then
+    local code, soid, sqty, rem = string.match(stored, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
     out[#out + 1] = code
     out[#out + 1] = soid
     out[#out + 1] = sqty
@@ -80,7 +130,7 @@ for i = 0, n - 1 do
     local code = 'ok'
     if available <= 0 then
       code = 'sold_out'
-    elseif qty > limit or tonumber(redis.call('HGET', KEYS[2], user) or '0') + qty > limit then
+    elseif qty > limit or units[user] + qty > limit then
       code = 'limit_exceeded'
     elseif available < qty then
       code = 'sold_out'
@@ -88,15 +138,15 @@ for i = 0, n - 1 do
     if code == 'ok' then
       available = available - qty
       sold = sold + qty
-      redis.call('HINCRBY', KEYS[2], user, qty)
-      redis.call('XADD', KEYS[4], '*', 'e',
-        oid .. '|' .. ARGV[1] .. '|' .. user .. '|' .. qty .. '|' .. price .. '|' .. rid .. '|' .. now)
-      redis.call('HSET', KEYS[5], oid, user .. '|' .. qty .. '|' .. rid .. '|' .. now)
+      units[user] = units[user] + qty
+      bought[user] = true
+      events[#events + 1] = oid .. '|' .. ARGV[1] .. '|' .. user .. '|' .. qtyS .. '|' .. price .. '|' .. rid .. '|' .. nowS
+      accepted[#accepted + 1] = oid
+      accepted[#accepted + 1] = user .. '|' .. qtyS .. '|' .. rid .. '|' .. nowS
     else
       oid = ''
     end
-    redis.call('HSET', KEYS[3], field, code .. '|' .. oid .. '|' .. qty .. '|' .. available)
-    changed = true
+    answers[field] = code .. '|' .. oid .. '|' .. qtyS .. '|' .. string.format('%d', available)
     out[#out + 1] = code
     out[#out + 1] = oid
     out[#out + 1] = qty
@@ -104,22 +154,39 @@ for i = 0, n - 1 do
   end
 end
 
-if changed then
+-- Writes: one command per key for the whole batch.
+local exp = tonumber(s[8] or '0')
+local expire = exp > 0 and s[9] ~= '1'
+if next(answers) then
+  local kv = {}
+  for f, a in pairs(answers) do
+    kv[#kv + 1] = f
+    kv[#kv + 1] = a
+  end
+  call('HSET', KEYS[3], kv, 1000)
+  if expire and #events == 0 then
+    redis.call('PEXPIREAT', KEYS[3], exp)
+  end
+end
+if #events > 0 then
+  local per = {}
+  for u in pairs(bought) do
+    per[#per + 1] = u
+    per[#per + 1] = string.format('%d', units[u])
+  end
+  call('HSET', KEYS[2], per, 1000)
+  call('HSET', KEYS[5], accepted, 1000)
+  redis.call('XADD', KEYS[4], '*', 'e', table.concat(events, '\n'))
+  redis.call('HSET', KEYS[1], 'available', string.format('%d', available), 'sold', string.format('%d', sold))
   -- The sale's keys expire with it. Once all of them exist (after the first
   -- accepted order) they get expire_at once, and the stock hash remembers
-  -- it, so later calls skip four commands.
-  local exp = tonumber(s[8] or '0')
-  if exp > 0 and s[9] ~= '1' then
-    if sold > tonumber(s[2]) then
-      for k = 2, 5 do
-        redis.call('PEXPIREAT', KEYS[k], exp)
-      end
-      redis.call('HSET', KEYS[1], 'ttl', '1')
-    else
-      redis.call('PEXPIREAT', KEYS[3], exp)
+  -- it, so later calls skip these commands.
+  if expire then
+    for k = 2, 5 do
+      redis.call('PEXPIREAT', KEYS[k], exp)
     end
+    redis.call('HSET', KEYS[1], 'ttl', '1')
   end
-  redis.call('HSET', KEYS[1], 'available', available, 'sold', sold)
 end
 out[#out + 1] = available
 out[#out + 1] = closed or ''

@@ -2,15 +2,28 @@ package worker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
 
-func entry(i int) redis.XMessage {
-	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: map[string]any{
-		"e": fmt.Sprintf("01JDQ0000000000000000000%02d-7|7|u%d|1|100|request-%04d|1700000000000", i, i, i),
-	}}
+// entry is outbox entry i as buy.lua writes it, holding the orders of
+// one call: one by default, or n.
+func entry(i int, n ...int) redis.XMessage {
+	lines := make([]string, max(1, sum(n)))
+	for j := range lines {
+		k := 100*i + j
+		lines[j] = fmt.Sprintf("01JDQ000000000000000000%03d-7|7|u%d|1|100|request-%04d|1700000000000", k, k, k)
+	}
+	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: map[string]any{"e": strings.Join(lines, "\n")}}
+}
+
+func sum(n []int) (s int) {
+	for _, v := range n {
+		s += v
+	}
+	return s
 }
 
 // TestPack: events travel in messages of up to Pack, in stream order; an
@@ -45,6 +58,26 @@ func TestPack(t *testing.T) {
 		if approxEvents(m.body) != len(m.ids) {
 			t.Fatalf("message %d: approxEvents %d, want %d", i, approxEvents(m.body), len(m.ids))
 		}
+	}
+}
+
+// TestPackKeepsEntriesWhole: an entry holds one call's orders; a message
+// takes whole entries until it has Pack events or more, and one bad line
+// sends its whole entry alone.
+func TestPackKeepsEntriesWhole(t *testing.T) {
+	entries := []redis.XMessage{entry(0, 2), entry(1, 2), entry(2, 5), entry(3, 1), entry(4, 3), entry(5, 1)}
+	entries[4].Values["e"] = entries[4].Values["e"].(string) + "\nnot|an|event"
+	msgs := pack(entries, 3)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, fmt.Sprint(m.ids, m.events))
+	}
+	want := []string{"[0-0 1-0] 4", "[2-0] 5", "[3-0] 1", "[4-0] 1", "[5-0] 1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages %v, want %v", got, want)
+	}
+	if evs, err := decodeEvents(msgs[0].body); err != nil || len(evs) != 4 || evs[3].OrderID != "01JDQ000000000000000000101-7" {
+		t.Fatalf("first message: %+v, %v", evs, err)
 	}
 }
 

@@ -326,27 +326,29 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 		}
 	}
 	confirmed := make([]string, 0, len(entries))
+	events := 0
 	for _, m := range msgs[:acked] {
 		if !returned[m.ids[0]] {
 			confirmed = append(confirmed, m.ids...)
+			events += m.events
 		}
 	}
 	if len(returned) > 0 {
-		failed = fmt.Errorf("relay: %d events unroutable (queue missing?)", len(returned))
+		failed = fmt.Errorf("relay: %d messages unroutable (queue missing?)", len(returned))
 		s.broker.Redeclare()
 	}
 	if len(confirmed) > 0 {
 		if err := s.remove(ctx, confirmed); err != nil {
 			return err
 		}
-		s.metrics.relayPublished.Add(float64(len(confirmed)))
+		s.metrics.relayPublished.Add(float64(events))
 		s.metrics.relayBatch.Observe(time.Since(start).Seconds())
 	}
 	return failed
 }
 
-// remove acknowledges and deletes confirmed events in one round trip. If
-// this fails, the events stay pending and are published again: the worker
+// remove acknowledges and deletes confirmed entries in one round trip. If
+// this fails, the entries stay pending and are published again: the worker
 // absorbs the duplicates.
 func (s *saleRelay) remove(ctx context.Context, ids []string) error {
 	ctx = context.WithoutCancel(ctx)
@@ -356,7 +358,7 @@ func (s *saleRelay) remove(ctx context.Context, ids []string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("relay: remove %d confirmed events: %w", len(ids), err)
+		return fmt.Errorf("relay: remove %d confirmed entries: %w", len(ids), err)
 	}
 	return nil
 }
@@ -364,13 +366,16 @@ func (s *saleRelay) remove(ctx context.Context, ids []string) error {
 // message is one publication: the bodies of consecutive outbox entries
 // and their stream ids (the first one doubles as the message id).
 type message struct {
-	body []byte
-	ids  []string
+	body   []byte
+	ids    []string
+	events int
 }
 
-// pack turns outbox entries into messages of up to size events each, as
-// a JSON array. An entry that does not parse is sent alone, as it is, so
-// the worker dead-letters it without holding up its neighbours.
+// pack turns outbox entries into messages of about size events each, as
+// a JSON array: a message holds whole entries (an entry is one buy call's
+// orders) and is closed once it has size events or more. An entry that
+// does not parse is sent alone, as it is, so the worker dead-letters it
+// without holding up its neighbours.
 func pack(entries []redis.XMessage, size int) []message {
 	var out []message
 	var evs []orders.Event
@@ -378,24 +383,24 @@ func pack(entries []redis.XMessage, size int) []message {
 	flush := func() {
 		if len(evs) > 0 {
 			body, _ := json.Marshal(evs)
-			out = append(out, message{body: body, ids: ids})
+			out = append(out, message{body: body, ids: ids, events: len(evs)})
 			evs, ids = nil, nil
 		}
 	}
 	for _, e := range entries {
-		ev, err := inventory.ParseOutboxEntry(e.Values)
+		es, err := inventory.ParseOutboxEntry(e.Values)
 		if err != nil {
 			flush()
 			body, err := json.Marshal(e.Values)
 			if err != nil {
 				body = []byte(`{}`)
 			}
-			out = append(out, message{body: body, ids: []string{e.ID}})
+			out = append(out, message{body: body, ids: []string{e.ID}, events: 1})
 			continue
 		}
-		evs = append(evs, ev)
+		evs = append(evs, es...)
 		ids = append(ids, e.ID)
-		if len(evs) == size {
+		if len(evs) >= size {
 			flush()
 		}
 	}
