@@ -143,25 +143,36 @@ func (s *Store) reserve(ctx context.Context, sale int64, reqs []Request) ([]Resu
 		args = append(args, r.UserID, r.Qty, r.RequestID, r.OrderID)
 	}
 	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Reqs(sale), s.keys.Outbox(sale), s.keys.Orders(sale)}
-	vals, err := lua.Buy.Run(ctx, s.rdb, keys, args...).Slice()
+	reply, err := lua.Buy.Run(ctx, s.rdb, keys, args...).Text()
 	if err != nil {
 		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
 	}
-	if len(vals) != 4*len(reqs)+2 {
-		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %d values for %d requests", sale, len(vals), len(reqs))
+	lines := strings.Split(reply, "\n")
+	if len(lines) != len(reqs)+1 {
+		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %d answers for %d requests", sale, len(lines)-1, len(reqs))
 	}
 	out := make([]Result, len(reqs))
 	for i := range out {
-		v := vals[4*i : 4*i+4]
-		code := fmt.Sprint(v[0])
-		e, ok := codeErrs[code]
-		if !ok {
-			return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: unknown code %q", sale, code)
+		if out[i], err = parseAnswer(lines[i]); err != nil {
+			return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
 		}
-		out[i] = Result{Err: e, OrderID: fmt.Sprint(v[1]), Qty: toInt(v[2]), Remaining: toInt(v[3])}
 	}
-	tail := vals[4*len(reqs):]
-	return out, saleState{available: toInt(tail[0]), closed: fmt.Sprint(tail[1])}, nil
+	avail, closed, _ := strings.Cut(lines[len(reqs)], "|")
+	return out, saleState{available: toInt(avail), closed: closed}, nil
+}
+
+// parseAnswer reads an answer as buy.lua returns and stores it:
+// code|order_id|qty|remaining.
+func parseAnswer(s string) (Result, error) {
+	parts := strings.Split(s, "|")
+	if len(parts) != 4 {
+		return Result{}, fmt.Errorf("bad answer %q", s)
+	}
+	e, ok := codeErrs[parts[0]]
+	if !ok {
+		return Result{}, fmt.Errorf("unknown code %q", parts[0])
+	}
+	return Result{Err: e, OrderID: parts[1], Qty: toInt(parts[2]), Remaining: toInt(parts[3])}, nil
 }
 
 // Lookup returns the stored answers of requests seen before, without
@@ -183,15 +194,9 @@ func (s *Store) Lookup(ctx context.Context, sale int64, reqs []Request) (res []R
 		if !ok {
 			continue
 		}
-		parts := strings.Split(str, "|")
-		if len(parts) != 4 {
-			return nil, nil, fmt.Errorf("inventory: lookup sale %d: bad stored answer %q", sale, str)
+		if res[i], err = parseAnswer(str); err != nil {
+			return nil, nil, fmt.Errorf("inventory: lookup sale %d: %w", sale, err)
 		}
-		e, ok := codeErrs[parts[0]]
-		if !ok {
-			return nil, nil, fmt.Errorf("inventory: lookup sale %d: unknown code %q", sale, parts[0])
-		}
-		res[i] = Result{Err: e, OrderID: parts[1], Qty: toInt(parts[2]), Remaining: toInt(parts[3])}
 		found[i] = true
 	}
 	return res, found, nil
