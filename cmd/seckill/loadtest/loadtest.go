@@ -72,6 +72,54 @@ type Report struct {
 	Accepted    int64            `json:"orders_accepted"`
 	UnitsBought int64            `json:"units_bought"`
 	Audit       Audit            `json:"audit"`
+
+	// Hist holds the latencies in microseconds (for Merge).
+	Hist *hdrhistogram.Histogram `json:"-"`
+}
+
+// Merge adds up reports of runs against the same route (the benchmark
+// suite interleaves short runs of its contenders): counts and time add,
+// latency percentiles come from the merged histograms, and the audit
+// passes if every run's did.
+func Merge(reps []Report) Report {
+	if len(reps) == 0 {
+		return Report{}
+	}
+	m := reps[0]
+	m.Outcomes = map[string]int64{}
+	m.Hist = hdrhistogram.Import(reps[0].Hist.Export())
+	m.Audit = Audit{Passed: true}
+	m.Requests, m.Seconds, m.Transport, m.Accepted, m.UnitsBought = 0, 0, 0, 0, 0
+	for i, r := range reps {
+		m.Requests += r.Requests
+		m.Seconds += r.Seconds
+		m.Transport += r.Transport
+		m.Accepted += r.Accepted
+		m.UnitsBought += r.UnitsBought
+		for k, v := range r.Outcomes {
+			m.Outcomes[k] += v
+		}
+		if i > 0 {
+			m.Hist.Merge(r.Hist)
+		}
+		m.Audit.Passed = m.Audit.Passed && r.Audit.Passed
+		m.Audit.Checks = append(m.Audit.Checks, r.Audit.Checks...)
+		m.Audit.Failures = append(m.Audit.Failures, r.Audit.Failures...)
+		if m.FirstError == "" {
+			m.FirstError = r.FirstError
+		}
+	}
+	m.RPS = float64(m.Requests) / m.Seconds
+	m.Latency = latencyOf(m.Hist)
+	return m
+}
+
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	msq := func(v int64) float64 { return float64(v) / 1000 }
+	return Latency{
+		P50: msq(h.ValueAtQuantile(50)), P90: msq(h.ValueAtQuantile(90)), P99: msq(h.ValueAtQuantile(99)),
+		P999: msq(h.ValueAtQuantile(99.9)), Max: msq(h.Max()), Mean: h.Mean() / 1000,
+	}
 }
 
 // Latency holds percentiles in milliseconds.
@@ -432,7 +480,6 @@ func outcomeLine(m map[string]int64) string {
 func (r *run) report(mode string, elapsed time.Duration) Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	msq := func(v int64) float64 { return float64(v) / 1000 }
 	var units int64
 	for _, s := range r.orders {
 		units += s.qty
@@ -444,10 +491,7 @@ func (r *run) report(mode string, elapsed time.Duration) Report {
 	return Report{
 		URL: r.c.base, SaleID: r.o.SaleID, Mode: mode, Users: len(r.users),
 		Requests: r.doneN.Load(), Seconds: elapsed.Seconds(), RPS: float64(r.doneN.Load()) / elapsed.Seconds(),
-		Latency: Latency{
-			P50: msq(r.hist.ValueAtQuantile(50)), P90: msq(r.hist.ValueAtQuantile(90)), P99: msq(r.hist.ValueAtQuantile(99)),
-			P999: msq(r.hist.ValueAtQuantile(99.9)), Max: msq(r.hist.Max()), Mean: r.hist.Mean() / 1000,
-		},
+		Latency: latencyOf(r.hist), Hist: r.hist,
 		Outcomes: out, Transport: r.transport.Load(), FirstError: r.firstErr,
 		Accepted: int64(len(r.orders)), UnitsBought: units,
 	}

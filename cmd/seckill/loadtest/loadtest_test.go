@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/server/servertest"
 )
@@ -117,5 +118,28 @@ func TestAuditCatchesOversell(t *testing.T) {
 		if !strings.Contains(strings.Join(rep.Audit.Failures, "\n"), "per-user limit") {
 			t.Errorf("lie=%v: per-user limit breach not reported: %q", lie, rep.Audit.Failures)
 		}
+	}
+}
+
+// TestMerge: merged runs add their counts and time, and their latencies
+// come from the merged histograms.
+func TestMerge(t *testing.T) {
+	run := func(n int64, latencyUS int64, passed bool) loadtest.Report {
+		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+		for range n {
+			_ = h.RecordValue(latencyUS)
+		}
+		return loadtest.Report{Requests: n, Seconds: 1, Outcomes: map[string]int64{"ok": n}, Accepted: n, UnitsBought: n,
+			Hist: h, Audit: loadtest.Audit{Passed: passed}}
+	}
+	m := loadtest.Merge([]loadtest.Report{run(100, 1000, true), run(300, 3000, true)})
+	if m.Requests != 400 || m.Seconds != 2 || m.RPS != 200 || m.Outcomes["ok"] != 400 || m.Accepted != 400 || !m.Audit.Passed {
+		t.Errorf("merged %+v", m)
+	}
+	if m.Latency.P50 < 2.99 || m.Latency.P50 > 3.01 || m.Latency.Max < 2.99 {
+		t.Errorf("merged latency %+v, want p50 and max 3ms", m.Latency)
+	}
+	if loadtest.Merge([]loadtest.Report{run(1, 1, true), run(1, 1, false)}).Audit.Passed {
+		t.Error("a failed audit passed once merged")
 	}
 }
