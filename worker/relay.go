@@ -29,13 +29,15 @@ type SaleLister interface {
 
 // RelayConfig tunes a Relay.
 type RelayConfig struct {
-	// Batch is the most events published before waiting for confirms.
+	// Batch is the most outbox entries (one per buy call, holding its
+	// orders) read and published before waiting for confirms.
 	Batch int
-	// Pack is the most events of one sale carried by one message. Packing
-	// cuts the broker's per-message work (routing, quorum log, confirm,
-	// ack) by this factor; a poison entry always travels alone.
+	// Pack is how many events of one sale a message holds: whole entries
+	// are added until it has Pack or more. Packing cuts the broker's
+	// per-message work (routing, quorum log, confirm, ack) by this factor;
+	// a poison entry always travels alone.
 	Pack int
-	// ClaimIdle is how long an event may sit unconfirmed with another relay
+	// ClaimIdle is how long an entry may sit unconfirmed with another relay
 	// before this one takes it over (that relay is presumed dead).
 	ClaimIdle time.Duration
 	// Lookback is how long after its end a sale's outbox is still read.
