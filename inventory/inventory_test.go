@@ -334,6 +334,36 @@ func TestReserveBatchRepeats(t *testing.T) {
 	}
 }
 
+// TestReserveLargeBatch: a batch larger than the script's chunk of
+// arguments per command (1000) is decided and recorded whole.
+func TestReserveLargeBatch(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 1200, 1, -time.Hour, time.Hour)
+	reqs := make([]inventory.Request, 1500)
+	for i := range reqs {
+		reqs[i] = req(fmt.Sprintf("user-%04d", i), 1, fmt.Sprintf("large-%04d", i))
+	}
+	res := e.reserve(t, sale, reqs...)
+	for i, r := range res {
+		if want := i < 1200; (r.Err == nil) != want || (!want && !errors.Is(r.Err, inventory.ErrSoldOut)) {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+	if again := e.reserve(t, sale, reqs...); fmt.Sprint(again) != fmt.Sprint(res) {
+		t.Error("the batch again did not get the same answers")
+	}
+	buyers, err := e.inv.Buyers(context.Background(), sale)
+	if err != nil || len(buyers) != 1200 {
+		t.Errorf("%d buyers, %v", len(buyers), err)
+	}
+	if n := len(e.outbox(t, sale)); n != 1200 {
+		t.Errorf("outbox holds %d events, want 1200", n)
+	}
+	if st := e.stock(t, sale); st.Sold != 1200 || st.Available != 0 {
+		t.Errorf("stock %+v", st)
+	}
+}
+
 func TestWarm(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
