@@ -109,7 +109,10 @@ func (f *FastPath) Run(ctx context.Context) {
 			sub.Close()
 			if ctx.Err() == nil {
 				slog.Warn("inventory: subscribing to stock changes failed; retrying", "err", err)
-				sleepCtx(ctx, time.Second)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
 			}
 			continue
 		}
@@ -136,14 +139,5 @@ func (f *FastPath) Run(ctx context.Context) {
 			}
 		}
 		sub.Close()
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

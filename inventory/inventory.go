@@ -379,7 +379,8 @@ type Snapshot struct {
 	Buyers   map[string]int64
 	Accepted map[string]AcceptedOrder
 	Released map[string]bool
-	// Outbox is the number of events not yet confirmed by the broker.
+	// Outbox is the number of outbox entries (buy calls that accepted
+	// orders) not yet confirmed by the broker.
 	Outbox int64
 	At     time.Time
 }

@@ -35,7 +35,8 @@ type Report struct {
 	// Ledger side: total, units of orders not cancelled, sum of movements.
 	LedgerTotal, LedgerSold, LedgerAvailable int64
 	// InFlight counts orders accepted in Redis and not yet in MySQL, and
-	// their units; Outbox the events the relay has yet to publish.
+	// their units; Outbox the outbox entries (buy calls that accepted
+	// orders) the relay has yet to publish.
 	InFlight, InFlightUnits, Outbox int64
 	// Unreleased counts orders cancelled in MySQL whose units Redis has
 	// not taken back yet.
@@ -193,7 +194,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 			return err
 		}
 		if rep.InFlight > 0 || rep.Outbox > 0 {
-			return fmt.Errorf("%w: %d orders, %d outbox events (is the relay and worker running?)", ErrInFlight, rep.InFlight, rep.Outbox)
+			return fmt.Errorf("%w: %d orders, %d outbox entries (is the relay and worker running?)", ErrInFlight, rep.InFlight, rep.Outbox)
 		}
 	}
 	sl, err := rc.ledger.Sale(ctx, sale)
