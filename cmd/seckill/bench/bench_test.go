@@ -40,6 +40,13 @@ func TestCasesRun(t *testing.T) {
 		if len(tb.Rows) < 2 || len(tb.Goals) == 0 {
 			t.Errorf("%s: %d rows, %d goals", tb.Title, len(tb.Rows), len(tb.Goals))
 		}
+		for _, row := range tb.Rows {
+			for _, cell := range row {
+				if strings.HasPrefix(cell, "WRONG") {
+					t.Errorf("%s: %v", tb.Title, row)
+				}
+			}
+		}
 		if !strings.Contains(b.String(), tb.Title) {
 			t.Errorf("report lacks %q", tb.Title)
 		}
