@@ -102,11 +102,20 @@ func abort(c *gin.Context, err error) {
 	if e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	body := gin.H{"code": e.Code, "message": e.Message}
-	if len(e.Fields) > 0 {
-		body["fields"] = e.Fields
-	}
-	c.AbortWithStatusJSON(e.Status, gin.H{"error": body})
+	c.AbortWithStatusJSON(e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Fields: e.Fields}})
+}
+
+// errorBody is the JSON body of every refusal (API.md, Errors). A struct
+// rather than nested maps: refusals (sold_out above all) are most of what a
+// flash sale answers, and a map costs a dozen allocations per answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string              `json:"code"`
+	Message string              `json:"message"`
+	Fields  []orders.FieldError `json:"fields,omitempty"`
 }
 
 // classify marks errors of a backing service that a retry may get past
