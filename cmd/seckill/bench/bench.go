@@ -232,6 +232,18 @@ func (e *Env) sale(ctx context.Context, srv *server.Server, total, limit, price 
 	})
 }
 
+// soldOutSale creates a one-unit sale, as sale does, and buys the unit.
+func (e *Env) soldOutSale(ctx context.Context, srv *server.Server) (orders.Sale, error) {
+	sale, err := e.sale(ctx, srv, 1, 1, 100)
+	if err != nil {
+		return sale, err
+	}
+	_, err = e.Inv.Reserve(ctx, sale.ID, []inventory.Request{{
+		UserID: "first", Qty: 1, RequestID: "bench-sold-out", OrderID: orders.NewID(sale.ID),
+	}})
+	return sale, err
+}
+
 func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
-	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -28,13 +27,8 @@ func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	soldOut, err := e.sale(ctx, srv, 1, 1, 100)
+	soldOut, err := e.soldOutSale(ctx, srv)
 	if err != nil {
-		return Table{}, err
-	}
-	if _, err := e.Inv.Reserve(ctx, soldOut.ID, []inventory.Request{{
-		UserID: "first", Qty: 1, RequestID: "bench-sold-out", OrderID: orders.NewID(soldOut.ID),
-	}}); err != nil {
 		return Table{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
