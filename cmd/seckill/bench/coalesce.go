@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seckill/seckill/inventory"
@@ -132,20 +131,17 @@ func decide(ctx context.Context, e *Env, o Options, via inventory.Reserver, sale
 // redisCPU is the Redis server's user+system CPU time so far, in
 // microseconds.
 func redisCPU(ctx context.Context, e *Env) (int64, error) {
-	info, err := e.Redis.Info(ctx, "cpu").Result()
+	info, err := e.info(ctx, "cpu")
 	if err != nil {
 		return 0, err
 	}
 	var secs float64
-	for _, line := range strings.Split(info, "\n") {
-		name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name == "used_cpu_sys" || name == "used_cpu_user" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("INFO cpu: %s: %w", line, err)
-			}
-			secs += f
+	for _, name := range []string{"used_cpu_sys", "used_cpu_user"} {
+		f, err := strconv.ParseFloat(info[name], 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %w", name, err)
 		}
+		secs += f
 	}
 	return int64(secs * 1e6), nil
 }
