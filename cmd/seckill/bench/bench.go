@@ -239,20 +239,31 @@ func (e *Env) info(ctx context.Context, section string) (map[string]string, erro
 
 // lazyFreed waits until Redis has no unlinked objects left to free.
 func (e *Env) lazyFreed(ctx context.Context, limit time.Duration) error {
+	return poll(ctx, limit, 20*time.Millisecond, func() (bool, string, error) {
+		info, err := e.info(ctx, "memory")
+		pending := info["lazyfree_pending_objects"]
+		// "": a Redis that does not report it.
+		return pending == "0" || pending == "", pending + " objects pending", err
+	})
+}
+
+// poll calls check every interval until it reports done or an error, ctx
+// ends or limit passes; the error then gives the last state check reported.
+func poll(ctx context.Context, limit, every time.Duration, check func() (done bool, state string, err error)) error {
 	deadline := time.Now().Add(limit)
 	for {
-		info, err := e.info(ctx, "memory")
-		if err != nil {
+		done, state, err := check()
+		if done || err != nil {
 			return err
 		}
-		pending := info["lazyfree_pending_objects"]
-		if pending == "0" || pending == "" { // "": a Redis that does not report it
-			return nil
-		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s objects still pending after %s", pending, limit)
+			return fmt.Errorf("still %s after %s", state, limit)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
 	}
 }
 

@@ -133,18 +133,10 @@ func ordersOf(evs []orders.Event, window time.Duration) []orders.Order {
 // waitPersisted polls the worker's own counter (not MySQL, whose COUNT(*)
 // would compete with the writes being measured) until n orders are in.
 func waitPersisted(ctx context.Context, m *worker.Metrics, n int, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for m.Persisted() < n {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d orders persisted after %s", m.Persisted(), n, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return nil
+	return poll(ctx, limit, 5*time.Millisecond, func() (bool, string, error) {
+		p := m.Persisted()
+		return p >= n, fmt.Sprintf("only %d of %d orders persisted", p, n), nil
+	})
 }
 
 // checkRows verifies that the sale has exactly n orders in MySQL.

@@ -200,21 +200,13 @@ func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, cha
 
 // waitAll polls ok for every client index until all pass or limit ends.
 func waitAll(ctx context.Context, n int, ok func(int) bool, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for i := 0; i < n; {
-		if ok(i) {
+	i := 0
+	return poll(ctx, limit, time.Millisecond, func() (bool, string, error) {
+		for i < n && ok(i) {
 			i++
-			continue
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("client %d of %d still waiting after %s", i, n, limit)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
+		return i == n, fmt.Sprintf("client %d of %d waiting", i, n), nil
+	})
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
@@ -253,19 +245,19 @@ func StartServe(ctx context.Context, binary string, cfg configs.Config) (*Child,
 		return nil, fmt.Errorf("start %s serve: %w", binary, err)
 	}
 	c := &Child{cmd: cmd, Addr: addr}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	err = poll(ctx, 20*time.Second, 50*time.Millisecond, func() (bool, string, error) {
 		res, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			return c, nil
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.Stop()
-			return nil, fmt.Errorf("seckill serve did not come up on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		res.Body.Close()
+		return true, "", nil
+	})
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("seckill serve did not come up on %s: %w", addr, err)
 	}
+	return c, nil
 }
 
 // Stop ends the process (SIGTERM, then SIGKILL after 10s).
