@@ -154,9 +154,8 @@ func (s *Server) createSession(c *gin.Context) {
 // valid session it answers signed_in false rather than a 401, which a
 // browser would log as an error.
 func (s *Server) whoAmI(c *gin.Context) {
-	raw := sessionToken(c)
-	u, err := s.parseToken(raw)
-	if raw == "" || err != nil {
+	u, err := s.parseToken(sessionToken(c))
+	if err != nil {
 		c.JSON(http.StatusOK, gin.H{"signed_in": false})
 		return
 	}
