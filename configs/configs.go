@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"sort"
@@ -33,11 +34,17 @@ const EnvPrefix = "SECKILL_"
 type Config struct {
 	Env            string `koanf:"env"`
 	LogLevel       string `koanf:"log_level"`
-	HTTPAddr       string `koanf:"http_addr"`
-	TrustedProxies string `koanf:"trusted_proxies"`
-	BodyLimit      int64  `koanf:"body_limit"`
-	CookieSecure   bool   `koanf:"cookie_secure"`
-	AllowedOrigins string `koanf:"allowed_origins"`
+	HTTPAddr         string        `koanf:"http_addr"`
+	HTTPReadTimeout  time.Duration `koanf:"http_read_timeout"`
+	HTTPWriteTimeout time.Duration `koanf:"http_write_timeout"`
+	OpsAddr          string        `koanf:"ops_addr"`
+	TrustedProxies   string        `koanf:"trusted_proxies"`
+	BodyLimit        int64         `koanf:"body_limit"`
+	CookieSecure     bool          `koanf:"cookie_secure"`
+	PublicOrigins    string        `koanf:"public_origins"`
+	AllowedOrigins   string        `koanf:"allowed_origins"`
+	WSMaxPerIP       int           `koanf:"ws_max_per_ip"`
+	WSMaxTotal       int           `koanf:"ws_max_total"`
 
 	RedisAddr     string `koanf:"redis_addr"`
 	RedisDB       int    `koanf:"redis_db"`
@@ -180,6 +187,23 @@ func (c *Config) complete() error {
 			bad(setting, "not a host:port: %q", addr)
 		}
 	}
+	for setting, addr := range map[string]string{"ops_addr": c.OpsAddr, "worker_metrics_addr": c.WorkerMetricsAddr} {
+		if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
+			bad(setting, "not a host:port: %q", addr)
+		}
+	}
+	if c.HTTPReadTimeout <= 0 || c.HTTPWriteTimeout <= 0 {
+		bad("http_read_timeout", "http_read_timeout and http_write_timeout must be positive")
+	}
+	for _, o := range append(c.PublicOriginsList(), c.AllowedOriginsList()...) {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.Path != "" || u.RawQuery != "" || u.User != nil {
+			bad("public_origins", "%q is not an origin like https://shop.example (public_origins, allowed_origins)", o)
+		}
+	}
+	if c.WSMaxPerIP < 0 || c.WSMaxTotal < 0 {
+		bad("ws_max_per_ip", "ws_max_per_ip and ws_max_total must be 0 (no cap) or positive")
+	}
 	for _, p := range c.TrustedProxiesList() {
 		if net.ParseIP(p) == nil {
 			if _, _, err := net.ParseCIDR(p); err != nil {
@@ -243,11 +267,6 @@ func (c *Config) complete() error {
 	if c.MaxDeliveries < 1 {
 		bad("max_deliveries", "must be at least 1")
 	}
-	if c.WorkerMetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.WorkerMetricsAddr); err != nil {
-			bad("worker_metrics_addr", "not a host:port: %q", c.WorkerMetricsAddr)
-		}
-	}
 	if c.WorkerFlush <= 0 || c.WSPoll <= 0 || c.ShutdownTimeout <= 0 {
 		bad("worker_flush", "worker_flush, ws_poll and shutdown_timeout must be positive")
 	}
@@ -274,6 +293,9 @@ func (c *Config) complete() error {
 
 // TrustedProxiesList returns the trusted proxies as a list.
 func (c Config) TrustedProxiesList() []string { return splitList(c.TrustedProxies) }
+
+// PublicOriginsList returns the origins the site is served under.
+func (c Config) PublicOriginsList() []string { return splitList(c.PublicOrigins) }
 
 // AllowedOriginsList returns the extra allowed origins as a list.
 func (c Config) AllowedOriginsList() []string { return splitList(c.AllowedOrigins) }

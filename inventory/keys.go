@@ -47,5 +47,12 @@ func (k Keys) All(id int64) []string {
 // (restock, release) is announced to every server process.
 func (k Keys) StockChanged() string { return k.prefix + ":stock-changed" }
 
+// SignOuts maps each user who signed out to when (unix seconds, as the
+// score of a sorted set): tokens issued before are refused.
+func (k Keys) SignOuts() string { return k.prefix + ":signouts" }
+
+// SignedOut is the pub/sub channel announcing a sign-out, "user|epoch".
+func (k Keys) SignedOut() string { return k.prefix + ":signed-out" }
+
 // AdminSession is an admin login session.
 func (k Keys) AdminSession(token string) string { return k.prefix + ":admin:session:" + token }

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
@@ -39,11 +42,37 @@ const (
 	ReasonCancel  = "cancel"
 )
 
-// Limits of a sale, from API.md.
+// Bounds of a sale, from API.md and the README. They keep every product
+// the system computes inside int64: an order's amount is at most
+// MaxTotal × MaxPriceCents = 10^18 < 2^63 ≈ 9.2 × 10^18, and so is a whole
+// sale's value.
 const (
-	MaxTotal   = 100_000_000
-	MaxNameLen = 200
+	MaxTotal      = 100_000_000
+	MaxPriceCents = 10_000_000_000 // 100,000,000.00 a unit
+	MaxNameLen    = 200
 )
+
+// The window of a sale lies within these years, which both MySQL's
+// DATETIME and the scripts' millisecond clocks hold exactly.
+var (
+	MinSaleTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxSaleTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// ErrOverflow means an amount does not fit in int64.
+var ErrOverflow = errors.New("orders: amount overflows")
+
+// Amount is qty × unit price in cents, or ErrOverflow.
+func Amount(qty, priceCents int64) (int64, error) {
+	if qty < 0 || priceCents < 0 {
+		return 0, fmt.Errorf("%w: negative qty %d or price %d", ErrOverflow, qty, priceCents)
+	}
+	hi, lo := bits.Mul64(uint64(qty), uint64(priceCents))
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, fmt.Errorf("%w: %d × %d", ErrOverflow, qty, priceCents)
+	}
+	return int64(lo), nil
+}
 
 // Sale is a merchant's limited stock on sale for a time window.
 type Sale struct {
@@ -107,18 +136,19 @@ func (e *ValidationError) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Validate checks the rules of API.md for a sale.
+// Validate checks the rules of API.md for a sale, on the values as they
+// will be stored.
 func (s Sale) Validate() error {
 	var fs []FieldError
 	bad := func(field, msg string) { fs = append(fs, FieldError{field, msg}) }
-	if n := utf8.RuneCountInString(strings.TrimSpace(s.Name)); n < 1 || n > MaxNameLen {
-		bad("name", "must be 1 to 200 characters")
+	if msg := CheckText(s.Name, MaxNameLen); msg != "" {
+		bad("name", msg)
 	}
-	if n := utf8.RuneCountInString(strings.TrimSpace(s.Item)); n < 1 || n > MaxNameLen {
-		bad("item", "must be 1 to 200 characters")
+	if msg := CheckText(s.Item, MaxNameLen); msg != "" {
+		bad("item", msg)
 	}
-	if s.PriceCents < 0 {
-		bad("price_cents", "must not be negative")
+	if s.PriceCents < 0 || s.PriceCents > MaxPriceCents {
+		bad("price_cents", "must be between 0 and 10000000000")
 	}
 	if s.Total < 1 || s.Total > MaxTotal {
 		bad("total", "must be between 1 and 100000000")
@@ -126,18 +156,59 @@ func (s Sale) Validate() error {
 	if s.PerUserLimit < 1 || s.PerUserLimit > s.Total {
 		bad("per_user_limit", "must be between 1 and the total")
 	}
-	if s.StartsAt.IsZero() {
-		bad("starts_at", "is required")
+	for _, f := range []struct {
+		name string
+		at   time.Time
+	}{{"starts_at", s.StartsAt}, {"ends_at", s.EndsAt}} {
+		switch {
+		case f.at.IsZero():
+			bad(f.name, "is required")
+		case f.at.Before(MinSaleTime) || f.at.After(MaxSaleTime):
+			bad(f.name, "must lie between the years 2000 and 9999")
+		}
 	}
-	if s.EndsAt.IsZero() {
-		bad("ends_at", "is required")
-	} else if !s.StartsAt.Before(s.EndsAt) {
+	if !s.EndsAt.IsZero() && !s.StartsAt.Before(s.EndsAt) {
 		bad("ends_at", "must be after starts_at")
 	}
 	if len(fs) > 0 {
 		return &ValidationError{Fields: fs}
 	}
 	return nil
+}
+
+// CheckText reports what is wrong with a name shown to people (a sale's
+// name or item, a shopper's name), or "" if nothing: it must be valid
+// UTF-8 of 1 to max characters, must not start or end with white space, and
+// must not hold control characters, line or paragraph separators, or the
+// invisible characters that reorder text (bidi embeddings, overrides,
+// isolates and marks): "invoice \u202Efdp.exe" would show as
+// "invoice exe.pdf".
+func CheckText(s string, max int) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	if n := utf8.RuneCountInString(s); n < 1 || n > max {
+		return fmt.Sprintf("must be 1 to %d characters", max)
+	}
+	if strings.TrimSpace(s) != s {
+		return "must not start or end with spaces"
+	}
+	if strings.IndexFunc(s, forbiddenRune) >= 0 {
+		return "must not contain control, line-break or text-direction characters"
+	}
+	return ""
+}
+
+func forbiddenRune(r rune) bool {
+	switch {
+	case unicode.IsControl(r), r == '\u2028', r == '\u2029': // C0, DEL, C1; line and paragraph separators
+		return true
+	case r == '\u061C', r == '\u200E', r == '\u200F': // arabic letter, left-to-right and right-to-left marks
+		return true
+	case r >= '\u202A' && r <= '\u202E', r >= '\u2066' && r <= '\u2069': // embeddings, overrides, isolates
+		return true
+	}
+	return false
 }
 
 // Order is one accepted buy, as the ledger holds it.
@@ -201,7 +272,7 @@ func (e Event) Validate() error {
 		return fmt.Errorf("orders: event %s: bad request id", e.OrderID)
 	case e.Qty < 1 || e.Qty > MaxTotal:
 		return fmt.Errorf("orders: event %s: bad qty %d", e.OrderID, e.Qty)
-	case e.PriceCents < 0:
+	case e.PriceCents < 0 || e.PriceCents > MaxPriceCents:
 		return fmt.Errorf("orders: event %s: bad price %d", e.OrderID, e.PriceCents)
 	case e.At <= 0:
 		return fmt.Errorf("orders: event %s: bad time %d", e.OrderID, e.At)
@@ -209,12 +280,14 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Order turns the event into a pending order whose payment window is window.
+// Order turns a valid event (see Validate) into a pending order whose
+// payment window is window.
 func (e Event) Order(window time.Duration, now time.Time) Order {
 	at := time.UnixMilli(e.At).UTC()
+	amount, _ := Amount(e.Qty, e.PriceCents) // bounded by Validate
 	return Order{
 		ID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID, RequestID: e.RequestID,
-		Qty: e.Qty, UnitPriceCents: e.PriceCents, AmountCents: e.Qty * e.PriceCents,
+		Qty: e.Qty, UnitPriceCents: e.PriceCents, AmountCents: amount,
 		Status: StatusPending, CreatedAt: at, ExpiresAt: at.Add(window), PersistedAt: now.UTC(),
 	}
 }

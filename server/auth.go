@@ -1,19 +1,21 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
@@ -27,10 +29,14 @@ const (
 	adminCookie   = "sk_admin"
 	ctxUser       = "user"
 
+	maxShopperName  = 64
 	adminSessionTTL = 12 * time.Hour
 	adminBodyLimit  = 16 << 10
-	// loginsPerSecond allows 5 admin login attempts a minute per client IP.
+	// loginsPerSecond allows 5 admin login attempts a minute per client IP,
+	// up to loginBurst at once: a merchant who mistypes can try again at
+	// once, a guesser gets 5 a minute.
 	loginsPerSecond = 5.0 / 60
+	loginBurst      = 5
 )
 
 // Claims are the claims of a shopper's session token (HS256). Anyone with
@@ -40,10 +46,38 @@ type Claims struct {
 	jwt.RegisteredClaims
 }
 
+// UnmarshalJSON refuses times (exp, iat, nbf) that are not JSON numbers,
+// as RFC 7519 has them; the jwt library would read "exp":"1999999999".
+func (c *Claims) UnmarshalJSON(b []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return errors.New("claims are not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		switch name := tok.String(); name {
+		case "exp", "iat", "nbf":
+			if dec.PeekKind() != '0' {
+				return fmt.Errorf("claim %s is not a number", name)
+			}
+		}
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+	}
+	type plain Claims // without this method
+	return json.Unmarshal(b, (*plain)(c))
+}
+
 // User is the authenticated shopper of a request.
 type User struct {
 	ID   string
 	Name string
+	// IssuedAt is when the session token was issued (unix seconds).
+	IssuedAt int64
 }
 
 // MintToken signs a session token for a user, valid for ttl. Load testers
@@ -64,6 +98,9 @@ func MintToken(secret []byte, userID, name string, ttl time.Duration, now time.T
 
 var jwtParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired())
 
+// errSignedOut means the token was issued before its user signed out.
+var errSignedOut = errors.New("signed out")
+
 // parseToken verifies a session token and returns its user.
 func (s *Server) parseToken(raw string) (User, error) {
 	var cl Claims
@@ -74,7 +111,14 @@ func (s *Server) parseToken(raw string) (User, error) {
 	if !orders.ValidUserID(cl.Subject) {
 		return User{}, errors.New("bad subject")
 	}
-	return User{ID: cl.Subject, Name: cl.Name}, nil
+	u := User{ID: cl.Subject, Name: cl.Name}
+	if cl.IssuedAt != nil {
+		u.IssuedAt = cl.IssuedAt.Unix()
+	}
+	if s.signOuts.revoked(u.ID, u.IssuedAt) {
+		return User{}, errSignedOut
+	}
+	return u, nil
 }
 
 func unauthenticated(msg string) *Error {
@@ -92,8 +136,11 @@ func (s *Server) requireUser(c *gin.Context) {
 	u, err := s.parseToken(raw)
 	if err != nil {
 		msg := "Your session token is not valid; sign in again."
-		if errors.Is(err, jwt.ErrTokenExpired) {
+		switch {
+		case errors.Is(err, jwt.ErrTokenExpired):
 			msg = "Your session has expired; sign in again."
+		case errors.Is(err, errSignedOut):
+			msg = "You signed out; sign in again."
 		}
 		abort(c, unauthenticated(msg))
 		return
@@ -136,8 +183,8 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	name := strings.TrimSpace(req.Name)
-	if n := utf8.RuneCountInString(name); n < 1 || n > 64 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		abort(c, invalid("Name must be 1 to 64 characters."))
+	if msg := orders.CheckText(name, maxShopperName); msg != "" {
+		abort(c, invalid("Name %s.", msg))
 		return
 	}
 	id := "u_" + ulid.Make().String()
@@ -162,10 +209,17 @@ func (s *Server) whoAmI(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name})
 }
 
-// endSession signs a shopper out of this browser by clearing the cookie;
-// the token itself stays valid until it expires.
+// endSession signs a shopper out: the cookie is cleared and, when the
+// request carries a valid session, every token of that user issued until
+// now stops working (in every server process).
 func (s *Server) endSession(c *gin.Context) {
 	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
+	if u, err := s.parseToken(sessionToken(c)); err == nil {
+		if err := s.signOuts.signOut(c.Request.Context(), u.ID, s.now()); err != nil {
+			abort(c, unavailable(err))
+			return
+		}
+	}
 	c.JSON(http.StatusOK, gin.H{"ok": true})
 }
 

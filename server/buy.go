@@ -93,7 +93,7 @@ func (s *Server) buy(c *gin.Context) {
 
 // refuse answers a buy with err and counts the outcome.
 func (s *Server) refuse(c *gin.Context, sale int64, err error) {
-	code := toError(err).Code
+	code := errorOf(c, err).Code
 	if sale > 0 && code != "sale_not_found" {
 		s.outcomes.add(sale, code)
 	}

@@ -185,7 +185,7 @@ func TestBuyConcurrencyInvariants(t *testing.T) {
 // through the batcher and requests they decided.
 func batchStats(t *testing.T, st *stack) (calls, reqs int64) {
 	t.Helper()
-	r := call(t, st.h, "GET", "/metrics", nil)
+	r := call(t, st.h, "GET", "/metrics", nil, admin())
 	for _, line := range strings.Split(r.Raw, "\n") {
 		var v float64
 		if _, err := fmt.Sscanf(line, "seckill_buy_batch_size_count %g", &v); err == nil {
@@ -331,6 +331,7 @@ func TestBuyRefusals(t *testing.T) {
 		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(big))
 		req.ContentLength = -1
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -504,7 +505,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{})
 	call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "metric-001"), bearer(servertest.Token(t, "m")))
-	m := call(t, st.h, "GET", "/metrics", nil)
+	m := call(t, st.h, "GET", "/metrics", nil, admin())
 	for _, want := range []string{
 		`seckill_http_requests_total{method="POST",route="/api/sales/:id/buy",status="200"} 1`,
 		`seckill_buy_outcomes_total{outcome="ok"} 1`,

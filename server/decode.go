@@ -1,70 +1,130 @@
 package server
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// decode reads the request body as one JSON value into dst, refusing
-// unknown fields, wrong types, trailing data and bodies over the limit.
+// decode reads the request body, which must be application/json holding
+// one JSON object, into dst. It is stricter than encoding/json, which a
+// proxy in front of the server may not be: member names match dst's json
+// names exactly (case included), and unknown, duplicated or null members,
+// wrong types, invalid UTF-8, trailing data and bodies over the limit are
+// refused. Otherwise {"qty":1,"Qty":3} could mean 1 to whatever checks the
+// request and 3 to the server.
 func decode(c *gin.Context, dst any) error {
-	dec := json.NewDecoder(c.Request.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
+		return invalid("Content-Type must be application/json.")
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		if err != nil {
-			if e := decodeError(err); e.Code == "body_too_large" {
-				return e
-			}
-		}
-		return invalid("Request body must hold exactly one JSON object.")
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return readError(err)
+	}
+	if err := checkMembers(body); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, dst, json.RejectUnknownMembers(true)); err != nil {
+		return decodeError(err)
 	}
 	return nil
 }
 
-func decodeError(err error) *Error {
+// readError explains a body that could not be read.
+func readError(err error) *Error {
 	var tooLarge *http.MaxBytesError
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	var timeErr *time.ParseError
 	switch {
 	case errors.As(err, &tooLarge):
 		return bodyTooLarge(tooLarge.Limit)
-	case errors.Is(err, io.EOF):
-		return invalid("Request body is empty; a JSON object is expected.")
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return invalid("Request body must be a JSON object.")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return newError(http.StatusRequestTimeout, "request_timeout", "The request body arrived too slowly.")
+	}
+	return invalid("The request body could not be read.")
+}
+
+// checkMembers makes sure the body is one JSON object whose members are
+// not null (a null would read as "absent" and hide a client's mistake).
+func checkMembers(body []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return invalid("Request body is empty; a JSON object is expected.")
 		}
-		return invalid("Field %q must be a %s.", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-	case errors.As(err, &timeErr):
-		return invalid("Times must be RFC 3339, like 2026-11-29T20:00:00Z.")
-	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid("Request body is not valid JSON.")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return invalid("Unknown field %s.", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return decodeError(err)
+	}
+	if tok.Kind() != '{' {
+		return invalid("Request body must be a JSON object.")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return decodeError(err)
+		}
+		name := tok.String() // the token is void after the next call
+		if dec.PeekKind() == 'n' {
+			return invalid("Field %q must not be null.", name)
+		}
+		if err := dec.SkipValue(); err != nil {
+			return decodeError(err)
+		}
+	}
+	return nil // the rest is checked as it is decoded
+}
+
+func decodeError(err error) *Error {
+	var syn *jsontext.SyntacticError
+	var sem *json.SemanticError
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syn):
+		return invalid("Field %q appears more than once.", field(syn.JSONPointer))
+	case errors.Is(err, json.ErrUnknownName) && errors.As(err, &sem):
+		return invalid("Unknown field %q (field names are case-sensitive).", field(sem.JSONPointer))
+	case errors.As(err, &sem) && sem.JSONPointer != "":
+		name := field(sem.JSONPointer)
+		switch {
+		case sem.GoType != nil && sem.GoType.String() == "time.Time":
+			return invalid("Field %q must be an RFC 3339 time, like 2026-11-29T20:00:00Z.", name)
+		case sem.GoType != nil && sem.JSONKind == '0' && kindOf(sem.GoType) == "whole number":
+			return invalid("Field %q must be a whole number in range.", name)
+		case sem.GoType != nil:
+			return invalid("Field %q must be a %s.", name, kindOf(sem.GoType))
+		}
+		return invalid("Field %q is not valid.", name)
 	}
 	return invalid("Request body is not valid JSON.")
 }
 
-func jsonKind(goKind string) string {
-	switch {
-	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"):
+// field names the top-level member a JSON pointer like "/qty" points into.
+func field(p jsontext.Pointer) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(string(p), "/"), "/")
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(name)
+}
+
+// kindOf names a Go type as the JSON a client should send.
+func kindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "whole number"
-	case strings.HasPrefix(goKind, "float"):
+	case reflect.Float32, reflect.Float64:
 		return "number"
-	case goKind == "string":
+	case reflect.String:
 		return "string"
-	case goKind == "bool":
+	case reflect.Bool:
 		return "boolean"
 	}
-	return goKind
+	return t.String()
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,17 +93,46 @@ func toError(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Something went wrong on our side."}
 }
 
+// statusClientGone is what the logs and metrics show for a request whose
+// client went away before its answer (nginx's 499); nothing is sent.
+const statusClientGone = 499
+
+var errClientGone = &Error{Status: statusClientGone, Code: "client_cancelled", Message: "The client went away."}
+
+// errorOf is the refusal to answer err with: toError's, unless the client
+// has gone and err is just what its leaving caused.
+func errorOf(c *gin.Context, err error) *Error {
+	if errors.Is(err, context.Canceled) && c.Request.Context().Err() != nil {
+		return errClientGone
+	}
+	return toError(err)
+}
+
 // abort answers the request with err in the API's error body. Only 5xx are
 // logged, with the internal error that never reaches the user.
 func abort(c *gin.Context, err error) {
-	e := toError(err)
+	e := errorOf(c, err)
+	if e == errClientGone {
+		slog.DebugContext(c.Request.Context(), "client went away", "route", c.FullPath(), "request_id", requestID(c))
+		c.AbortWithStatus(statusClientGone)
+		return
+	}
 	if e.Status >= 500 {
 		slog.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
 	}
+	c.Abort()
+	writeError(c.Writer, e)
+}
+
+// writeError writes e as the API's error body.
+func writeError(w http.ResponseWriter, e *Error) {
+	h := w.Header()
 	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	c.AbortWithStatusJSON(e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Fields: e.Fields}})
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Fields: e.Fields}})
 }
 
 // errorBody is the JSON body of every refusal (API.md, Errors). A struct

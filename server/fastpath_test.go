@@ -30,7 +30,7 @@ func serve(t *testing.T, srv *server.Server) {
 // metric reads one unlabelled series off a handler's /metrics.
 func metric(t *testing.T, h http.Handler, name string) float64 {
 	t.Helper()
-	r := call(t, h, "GET", "/metrics", nil)
+	r := call(t, h, "GET", "/metrics", nil, admin())
 	for _, line := range strings.Split(r.Raw, "\n") {
 		var v float64
 		if _, err := fmt.Sscanf(line, name+" %g", &v); err == nil {

@@ -68,7 +68,7 @@ func call(t testing.TB, h http.Handler, method, path string, body any, headers .
 	}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
-		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,25 +58,62 @@ func (m stockMessage) differs(sent stockMessage) bool {
 type hubs struct {
 	s        *Server
 	upgrader websocket.Upgrader
-	mu       sync.Mutex
-	bySale   map[int64]*hub
+	// origins are the public and allowed origins; hosts the Host headers
+	// the public origins stand for (empty: loopback and http_addr only).
+	origins []string
+	hosts   []string
+
+	mu     sync.Mutex
+	bySale map[int64]*hub
+	perIP  map[string]int // open connections by client IP
+	total  int
 }
 
 func newHubs(s *Server) *hubs {
-	h := &hubs{s: s, bySale: map[int64]*hub{}}
+	h := &hubs{s: s, bySale: map[int64]*hub{}, perIP: map[string]int{},
+		origins: append(s.cfg.PublicOriginsList(), s.cfg.AllowedOriginsList()...)}
+	for _, o := range s.cfg.PublicOriginsList() {
+		if u, err := url.Parse(o); err == nil {
+			h.hosts = append(h.hosts, strings.ToLower(u.Host))
+		}
+	}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 5 * time.Second,
 		ReadBufferSize:   256,
 		WriteBufferSize:  512,
 		WriteBufferPool:  &sync.Pool{},
-		CheckOrigin:      h.sameOrigin,
+		CheckOrigin:      func(*http.Request) bool { return true }, // checked before, in serveWS
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+			writeError(w, newError(status, "invalid_request", "WebSocket handshake refused: %v.", reason))
+		},
 	}
 	return h
 }
 
+// publicHost reports whether the request's Host names this site: one of
+// the public origins, or, when none is configured, a loopback name or the
+// host of http_addr. A page of another site that a DNS rebinding pointed
+// at this server names its own host and is refused.
+func (h *hubs) publicHost(r *http.Request) bool {
+	host := strings.ToLower(r.Host)
+	if len(h.hosts) > 0 {
+		return slices.Contains(h.hosts, host)
+	}
+	name := host
+	if n, _, err := net.SplitHostPort(host); err == nil {
+		name = n
+	}
+	name = strings.Trim(name, "[]")
+	if ip := net.ParseIP(name); name == "localhost" || ip != nil && ip.IsLoopback() {
+		return true
+	}
+	own, _, _ := net.SplitHostPort(h.s.cfg.HTTPAddr)
+	return own != "" && strings.EqualFold(name, own) && !net.ParseIP(own).IsUnspecified()
+}
+
 // sameOrigin refuses upgrades a browser started from another site: the
-// Origin must name this host or one of the configured allowed origins. A
-// client without Origin is not a browser and may connect.
+// Origin must name this host or one of the configured origins. A client
+// without Origin is not a browser and may connect.
 func (h *hubs) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -84,7 +123,44 @@ func (h *hubs) sameOrigin(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return u.Host == r.Host || slices.Contains(h.s.cfg.AllowedOriginsList(), origin)
+	return strings.EqualFold(u.Host, r.Host) || slices.Contains(h.origins, origin)
+}
+
+// admit counts a new connection from ip against the caps; refused names
+// the cap that refuses it instead ("total" or "per_ip").
+func (h *hubs) admit(ip string) (refused string) {
+	cfg := h.s.cfg
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case cfg.WSMaxTotal > 0 && h.total >= cfg.WSMaxTotal:
+		return "total"
+	case cfg.WSMaxPerIP > 0 && h.perIP[ip] >= cfg.WSMaxPerIP:
+		return "per_ip"
+	}
+	h.perIP[ip]++
+	h.total++
+	return ""
+}
+
+// release gives back what admit counted.
+func (h *hubs) release(ip string) {
+	h.mu.Lock()
+	h.uncount(ip)
+	h.mu.Unlock()
+}
+
+func (h *hubs) uncount(ip string) {
+	if h.perIP[ip]--; h.perIP[ip] <= 0 {
+		delete(h.perIP, ip)
+	}
+	h.total--
+}
+
+// wsCapRefusals are the answers of the connection caps.
+var wsCapRefusals = map[string]string{
+	"total":  "This server holds as many live connections as it can; retry in a moment.",
+	"per_ip": "Too many live connections from your address; close some pages and retry.",
 }
 
 // serveWS upgrades GET /ws/sales/{id} and registers the client with the
@@ -99,22 +175,37 @@ func (s *Server) serveWS(c *gin.Context) {
 		abort(c, classify(err))
 		return
 	}
-	if !s.hubs.sameOrigin(c.Request) {
+	switch {
+	case !s.hubs.publicHost(c.Request):
+		s.metrics.wsRefused.WithLabelValues("host").Inc()
+		abort(c, newError(http.StatusForbidden, "forbidden", "WebSocket refused: this server does not serve that host."))
+		return
+	case !s.hubs.sameOrigin(c.Request):
+		s.metrics.wsRefused.WithLabelValues("origin").Inc()
 		abort(c, newError(http.StatusForbidden, "forbidden", "Cross-site WebSocket refused."))
+		return
+	}
+	ip := c.ClientIP()
+	if refused := s.hubs.admit(ip); refused != "" {
+		s.metrics.wsRefused.WithLabelValues(refused).Inc()
+		e := newError(http.StatusTooManyRequests, "rate_limited", "%s", wsCapRefusals[refused])
+		e.RetryAfter = 10 * time.Second
+		abort(c, e)
 		return
 	}
 	conn, err := s.hubs.upgrader.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
 		// The upgrader has answered the client already.
+		s.hubs.release(ip)
 		return
 	}
-	s.hubs.join(id, conn)
+	s.hubs.join(id, conn, ip)
 }
 
 // join adds a connection to the sale's hub, starting the hub if it is the
 // sale's first watcher here.
-func (h *hubs) join(sale int64, conn *websocket.Conn) {
-	cl := &wsClient{conn: conn, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+func (h *hubs) join(sale int64, conn *websocket.Conn, ip string) {
+	cl := &wsClient{conn: conn, ip: ip, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
 	h.mu.Lock()
 	hb, ok := h.bySale[sale]
 	if !ok {
@@ -143,6 +234,7 @@ func (h *hubs) leave(hb *hub, cl *wsClient) {
 		delete(hb.clients, cl)
 		close(cl.done)
 		h.s.metrics.wsClients.Dec()
+		h.uncount(cl.ip)
 	}
 	if len(hb.clients) == 0 && h.bySale[hb.sale] == hb {
 		delete(h.bySale, hb.sale)
@@ -249,6 +341,7 @@ func (hb *hub) broadcast(msg stockMessage) {
 // pings; a reader goroutine takes pongs and notices the close.
 type wsClient struct {
 	conn *websocket.Conn
+	ip   string
 	send chan *websocket.PreparedMessage
 	done chan struct{}
 }

@@ -29,13 +29,16 @@ type bucket struct {
 	last time.Time
 }
 
-// newLimiter returns a keyed limiter of perSecond requests per key, or nil
-// (no limit) for 0.
-func newLimiter(perSecond float64) *limiter {
+// newLimiter returns a keyed limiter of perSecond requests per key with a
+// burst of burst (0: one second's worth), or nil (no limit) for a rate of 0.
+func newLimiter(perSecond float64, burst int) *limiter {
 	if perSecond <= 0 {
 		return nil
 	}
-	l := &limiter{limit: rate.Limit(perSecond), burst: burstOf(perSecond), seed: maphash.MakeSeed()}
+	if burst <= 0 {
+		burst = burstOf(perSecond)
+	}
+	l := &limiter{limit: rate.Limit(perSecond), burst: burst, seed: maphash.MakeSeed()}
 	for i := range l.shards {
 		l.shards[i].m = map[string]*bucket{}
 	}
@@ -93,7 +96,7 @@ type limits struct {
 }
 
 func newLimits(global, perUser, perIP float64) *limits {
-	l := &limits{perIP: newLimiter(perIP), user: newLimiter(perUser)}
+	l := &limits{perIP: newLimiter(perIP, 0), user: newLimiter(perUser, 0)}
 	if global > 0 {
 		l.global = rate.NewLimiter(rate.Limit(global), burstOf(global))
 	}

@@ -15,6 +15,7 @@ type metrics struct {
 	outcomes   *prometheus.CounterVec
 	wsClients  prometheus.Gauge
 	wsDropped  prometheus.Counter
+	wsRefused  *prometheus.CounterVec
 	limiterKey *prometheus.GaugeVec
 	batchSize  prometheus.Histogram
 	fastPath   prometheus.Counter
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_ws_dropped_total",
 			Help: "WebSocket clients dropped for being too slow.",
 		}),
+		wsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_ws_refused_total",
+			Help: "WebSocket upgrades refused, by reason: host (not a public host), origin (cross-site), per_ip or total (connection caps).",
+		}, []string{"reason"}),
 		limiterKey: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_rate_limiter_keys",
 			Help: "Keys tracked by the per-user and per-IP buy limiters.",
@@ -57,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Buy requests answered without the Lua script because the sale is sold out or ended.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.outcomes, m.wsClients, m.wsDropped, m.limiterKey, m.batchSize, m.fastPath)
+	reg.MustRegister(m.requests, m.latency, m.outcomes, m.wsClients, m.wsDropped, m.wsRefused, m.limiterKey, m.batchSize, m.fastPath)
 	return m
 }
 

@@ -101,8 +101,12 @@ func (s *Server) unpersistedOrder(ctx context.Context, id, user string) (orderJS
 	if st, err := s.inv.Stock(ctx, sale); err == nil {
 		price = st.PriceCents
 	}
+	amount, err := orders.Amount(acc.Qty, price)
+	if err != nil {
+		return orderJSON{}, err
+	}
 	return orderJSON{
-		OrderID: id, SaleID: sale, UserID: user, Qty: acc.Qty, AmountCents: acc.Qty * price,
+		OrderID: id, SaleID: sale, UserID: user, Qty: acc.Qty, AmountCents: amount,
 		Status: orders.StatusPending, Persisted: false,
 		CreatedAt: acc.At.UTC(), ExpiresAt: acc.At.Add(s.cfg.PaymentWindow).UTC(),
 	}, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,9 +127,19 @@ type saleRequest struct {
 	EndsAt       *time.Time `json:"ends_at"`
 }
 
+// patch is the request as a change to a sale. Names lose surrounding white
+// space here, so what is validated is what is stored.
 func (r saleRequest) patch() orders.SalePatch {
-	return orders.SalePatch{Name: r.Name, Item: r.Item, PriceCents: r.PriceCents, PerUserLimit: r.PerUserLimit,
-		StartsAt: r.StartsAt, EndsAt: r.EndsAt}
+	return orders.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
+		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt}
+}
+
+func trimmed(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*s)
+	return &t
 }
 
 func (r saleRequest) missing() []orders.FieldError {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,7 @@ type Server struct {
 	limits   *limits
 	logins   *limiter
 	outcomes *outcomes
+	signOuts *signOuts
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache
 	fast     *inventory.FastPath
@@ -75,8 +77,9 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 		cfg: cfg, inv: d.Inventory, reserver: d.Reserver, ledger: d.Ledger, rdb: d.Redis,
 		ready: d.Ready, registry: d.Registry, now: d.Now,
 		limits:   newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
-		logins:   newLimiter(loginsPerSecond),
+		logins:   newLimiter(loginsPerSecond, loginBurst),
 		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
+		signOuts: newSignOuts(d.Redis, d.Inventory.Keys(), cfg.SessionTTL),
 		csrf:     http.NewCrossOriginProtection(),
 	}
 	if s.now == nil {
@@ -123,14 +126,17 @@ func (s *Server) routes() error {
 		return fmt.Errorf("server: trusted proxies: %w", err)
 	}
 	e.Use(s.recover, s.requestID, s.metrics.observe, s.accessLog)
-	e.NoRoute(func(c *gin.Context) {
-		abort(c, newError(http.StatusNotFound, "not_found", "No such page or endpoint."))
-	})
+	e.NoRoute(noRoute)
+	// An unknown method or a stray trailing slash is an unknown route: the
+	// JSON 404, not Gin's plain-text 405 or a redirect.
 	e.HandleMethodNotAllowed = false
+	e.RedirectTrailingSlash = false
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(s.ready))
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	// Metrics are for operators: on the ops listener (OpsHandler), and here
+	// only with the admin token.
+	e.GET("/metrics", s.requireAdmin, gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
 
 	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
 	api.POST("/session", s.createSession)
@@ -170,13 +176,24 @@ func (s *Server) routes() error {
 // drains in-flight requests within the shutdown timeout and returns.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.engine,
-		ReadHeaderTimeout: 5 * time.Second,
+		Handler: s.engine,
+		// A slow client cannot hold a connection: headers within 5 s, the
+		// whole request within http_read_timeout, the answer written within
+		// http_write_timeout (WebSockets clear both when they upgrade).
+		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTPReadTimeout),
+		ReadTimeout:       s.cfg.HTTPReadTimeout,
+		WriteTimeout:      s.cfg.HTTPWriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Shutdown neither closes nor waits for hijacked (WebSocket) connections.
 	srv.RegisterOnShutdown(s.hubs.closeAll)
+	// Tokens revoked by a sign-out stay refused across a restart.
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := s.signOuts.load(lctx, s.now()); err != nil {
+		slog.Warn("sign-outs not loaded at start; retrying in the background", "err", err)
+	}
+	cancel()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -215,6 +232,7 @@ func (s *Server) background(ctx context.Context) {
 	if s.fast != nil {
 		go s.fast.Run(ctx)
 	}
+	go s.signOuts.run(ctx, s.now)
 	flush := time.NewTicker(time.Second)
 	defer flush.Stop()
 	evict := time.NewTicker(30 * time.Second)
@@ -266,14 +284,30 @@ func readyz(checks map[string]func(context.Context) error) gin.HandlerFunc {
 
 func healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 
-// OpsHandler serves /healthz, /readyz and /metrics, for processes without
-// the HTTP API (seckill worker).
+// OpsHandler serves the operations listener: /healthz, /readyz, /metrics
+// and the Go profiler under /debug/pprof/. It belongs on an address that
+// only operators reach (ops_addr, worker_metrics_addr), never the public
+// one.
 func OpsHandler(reg *prometheus.Registry, ready map[string]func(context.Context) error) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(ready))
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	e.GET("/debug/pprof/*name", func(c *gin.Context) {
+		switch c.Param("name") {
+		case "/cmdline":
+			pprof.Cmdline(c.Writer, c.Request)
+		case "/profile":
+			pprof.Profile(c.Writer, c.Request)
+		case "/symbol":
+			pprof.Symbol(c.Writer, c.Request)
+		case "/trace":
+			pprof.Trace(c.Writer, c.Request)
+		default:
+			pprof.Index(c.Writer, c.Request)
+		}
+	})
 	return e
 }
 
