@@ -32,8 +32,8 @@ const EnvPrefix = "SECKILL_"
 
 // Config is the effective configuration of one Seckill process.
 type Config struct {
-	Env            string `koanf:"env"`
-	LogLevel       string `koanf:"log_level"`
+	Env              string        `koanf:"env"`
+	LogLevel         string        `koanf:"log_level"`
 	HTTPAddr         string        `koanf:"http_addr"`
 	HTTPReadTimeout  time.Duration `koanf:"http_read_timeout"`
 	HTTPWriteTimeout time.Duration `koanf:"http_write_timeout"`

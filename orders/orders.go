@@ -6,9 +6,9 @@ package orders
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"math"
 	"math/bits"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
