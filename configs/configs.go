@@ -52,8 +52,9 @@ type Config struct {
 	RedisPoolSize int    `koanf:"redis_pool_size"`
 	RedisPrefix   string `koanf:"redis_prefix"`
 
-	AMQPURL    string `koanf:"amqp_url" secret:"url"`
-	AMQPPrefix string `koanf:"amqp_prefix"`
+	AMQPURL       string `koanf:"amqp_url" secret:"url"`
+	AMQPPrefix    string `koanf:"amqp_prefix"`
+	AMQPQueueType string `koanf:"amqp_queue_type"`
 
 	MySQLDSN string `koanf:"mysql_dsn" secret:"dsn"`
 
@@ -82,7 +83,6 @@ type Config struct {
 	WorkerFlush       time.Duration `koanf:"worker_flush"`
 	WorkerPrefetch    int           `koanf:"worker_prefetch"`
 	WorkerConsumers   int           `koanf:"worker_consumers"`
-	MaxDeliveries     int           `koanf:"max_deliveries"`
 	WorkerMetricsAddr string        `koanf:"worker_metrics_addr"`
 
 	WSPoll time.Duration `koanf:"ws_poll"`
@@ -229,6 +229,9 @@ func (c *Config) complete() error {
 	if c.AMQPPrefix == "" {
 		bad("amqp_prefix", "must not be empty")
 	}
+	if c.AMQPQueueType != "classic" && c.AMQPQueueType != "quorum" {
+		bad("amqp_queue_type", "must be classic or quorum, not %q", c.AMQPQueueType)
+	}
 	if c.MySQLDSN == "" {
 		bad("mysql_dsn", "must not be empty")
 	}
@@ -263,9 +266,6 @@ func (c *Config) complete() error {
 	}
 	if c.WorkerConsumers < 1 || c.WorkerConsumers > 64 {
 		bad("worker_consumers", "must be 1..64")
-	}
-	if c.MaxDeliveries < 1 {
-		bad("max_deliveries", "must be at least 1")
 	}
 	if c.WorkerFlush <= 0 || c.WSPoll <= 0 || c.ShutdownTimeout <= 0 {
 		bad("worker_flush", "worker_flush, ws_poll and shutdown_timeout must be positive")

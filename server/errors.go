@@ -2,21 +2,16 @@ package server
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
@@ -155,18 +150,7 @@ func classify(err error) error {
 	if err == nil || errors.Is(err, errUnavailable) {
 		return err
 	}
-	var ne net.Error
-	var me *mysql.MySQLError
-	switch {
-	case errors.As(err, &me):
-		// Lock wait timeout, deadlock, too many connections, server shutdown.
-		if me.Number == 1205 || me.Number == 1213 || me.Number == 1040 || me.Number == 1053 {
-			return unavailable(err)
-		}
-	case errors.As(err, &ne), errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, redis.ErrClosed):
+	if orders.Transient(err) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
 		return unavailable(err)
 	}
 	return err

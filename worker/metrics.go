@@ -14,6 +14,7 @@ type Metrics struct {
 	batchSize      prometheus.Histogram
 	commit         prometheus.Histogram
 	deadLettered   *prometheus.CounterVec
+	deadLetters    prometheus.Gauge
 	dbRetries      prometheus.Counter
 	cancelled      prometheus.Counter
 }
@@ -32,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		persisted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to MySQL (duplicates included).",
+			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to the ledger (duplicates included).",
 		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_worker_batch_size", Help: "Orders written per MySQL transaction.",
@@ -43,17 +44,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_worker_dead_lettered_total", Help: "Messages sent to the dead-letter queue, by queue.",
+			Name: "seckill_worker_dead_lettered_total", Help: "Messages the worker judged unprocessable and sent to the dead-letter queue, by queue.",
 		}, []string{"queue"}),
+		deadLetters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_dead_letters", Help: "Messages in the dead-letter queue (read every 10 s); see seckill deadletters.",
+		}),
 		dbRetries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_worker_db_retries_total", Help: "Batch writes retried because MySQL was unavailable.",
+			Name: "seckill_worker_db_retries_total", Help: "Ledger writes retried because the ledger was unavailable or failed.",
 		}),
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
 		}),
 	}
 	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.persisted, m.batchSize, m.commit,
-		m.deadLettered, m.dbRetries, m.cancelled)
+		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled)
 	return m
 }
 

@@ -45,7 +45,7 @@ func TestPack(t *testing.T) {
 		t.Fatalf("messages %v, want %v", got, want)
 	}
 	for i, m := range msgs {
-		evs, err := decodeEvents(m.body)
+		evs, err := DecodeEvents(m.body)
 		if i == 1 {
 			if err == nil {
 				t.Fatalf("unreadable entry decoded: %s", m.body)
@@ -76,7 +76,7 @@ func TestPackKeepsEntriesWhole(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("messages %v, want %v", got, want)
 	}
-	if evs, err := decodeEvents(msgs[0].body); err != nil || len(evs) != 4 || evs[3].OrderID != "01JDQ000000000000000000101-7" {
+	if evs, err := DecodeEvents(msgs[0].body); err != nil || len(evs) != 4 || evs[3].OrderID != "01JDQ000000000000000000101-7" {
 		t.Fatalf("first message: %+v, %v", evs, err)
 	}
 }
@@ -87,12 +87,12 @@ func TestDecodeEventsStrict(t *testing.T) {
 		`[]`, `{}`, `[` + good[1:len(good)-1] + `,{"order_id":"x"}]`, `[{"surprise":1}]`, `nonsense`,
 		good[1:len(good)-1] + ` trailing`,
 	} {
-		if _, err := decodeEvents([]byte(body)); err == nil {
+		if _, err := DecodeEvents([]byte(body)); err == nil {
 			t.Errorf("%s: accepted", body)
 		}
 	}
 	for _, body := range []string{good, good[1 : len(good)-1]} {
-		if evs, err := decodeEvents([]byte(body)); err != nil || len(evs) != 1 {
+		if evs, err := DecodeEvents([]byte(body)); err != nil || len(evs) != 1 {
 			t.Errorf("%s: %v", body, err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/bus/memory"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
@@ -27,19 +29,36 @@ import (
 type pipeline struct {
 	*servertest.Env
 	srv     *server.Server
-	broker  *worker.Broker
+	broker  bus.Bus
 	metrics *worker.Metrics
 }
 
+// newPipeline builds a pipeline on RabbitMQ.
 func newPipeline(t *testing.T, overrides ...string) *pipeline {
 	t.Helper()
+	p := barePipeline(t, overrides...)
+	p.broker = servertest.Broker(t, p.Config)
+	return p
+}
+
+// barePipeline builds a pipeline without its bus.
+func barePipeline(t *testing.T, overrides ...string) *pipeline {
+	t.Helper()
 	env := servertest.New(t, append([]string{"SECKILL_RELAY_CLAIM_IDLE=500ms"}, overrides...)...)
-	return &pipeline{
-		Env:     env,
-		srv:     env.Server(t, nil),
-		broker:  servertest.Broker(t, env.Config),
-		metrics: worker.NewMetrics(prometheus.NewRegistry()),
-	}
+	return &pipeline{Env: env, srv: env.Server(t, nil), metrics: worker.NewMetrics(prometheus.NewRegistry())}
+}
+
+// eachBus runs a pipeline test on both implementations of the bus:
+// RabbitMQ and the in-process one of the embedded mode.
+func eachBus(t *testing.T, overrides []string, fn func(t *testing.T, p *pipeline)) {
+	t.Run("rabbitmq", func(t *testing.T) { fn(t, newPipeline(t, overrides...)) })
+	t.Run("memory", func(t *testing.T) {
+		p := barePipeline(t, overrides...)
+		b := memory.New()
+		t.Cleanup(func() { b.Close() })
+		p.broker = b
+		fn(t, p)
+	})
 }
 
 // run starts fn until the returned stop is called (or the test ends).
@@ -58,13 +77,13 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 	return stop
 }
 
-func (p *pipeline) relay(b *worker.Broker) *worker.Relay {
+func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 	rc := worker.RelayConfigOf(p.Config)
 	rc.Poll = 100 * time.Millisecond
 	return worker.NewRelay(p.Redis, p.Keys, p.Ledger, b, p.metrics, rc)
 }
 
-func (p *pipeline) worker(b *worker.Broker, ledger *orders.Store) *worker.Worker {
+func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {
 	return worker.New(b, ledger, p.Inventory, p.metrics, worker.ConfigOf(p.Config))
 }
 
@@ -114,6 +133,7 @@ func (p *pipeline) buy(t *testing.T, sale orders.Sale, n, concurrency int, tag s
 func buyOnce(t testing.TB, h http.Handler, sale int64, user string, qty int64, rid string) (int, string) {
 	body := fmt.Sprintf(`{"qty":%d,"request_id":%q}`, qty, rid)
 	req := httptest.NewRequest("POST", fmt.Sprintf("/api/sales/%d/buy", sale), strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+servertest.Token(t, user))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -54,7 +56,7 @@ func RelayConfigOf(c configs.Config) RelayConfig {
 }
 
 // Relay publishes the order events of every live sale's outbox stream to
-// RabbitMQ and deletes an event from the stream only after the broker
+// the bus and deletes an event from the stream only after the broker
 // confirmed it. Events are read through a consumer group, so several
 // relays (one per serve process) share the work; an event left pending by
 // a relay that died is claimed by a live one after ClaimIdle. Delivery is
@@ -63,14 +65,14 @@ type Relay struct {
 	rdb      redis.UniversalClient
 	keys     inventory.Keys
 	sales    SaleLister
-	broker   *Broker
+	bus      bus.Bus
 	cfg      RelayConfig
 	metrics  *Metrics
 	consumer string
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, broker *Broker, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -79,8 +81,8 @@ func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, 
 		cfg.Pack = 1
 	}
 	return &Relay{
-		rdb: rdb, keys: keys, sales: sales, broker: broker, cfg: cfg, metrics: m,
-		consumer: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), consumerTag("relay")),
+		rdb: rdb, keys: keys, sales: sales, bus: b, cfg: cfg, metrics: m,
+		consumer: fmt.Sprintf("relay-%s-%d-%s", host, os.Getpid(), strconv.FormatUint(rand.Uint64()&0xffffffff, 36)),
 	}
 }
 
@@ -129,7 +131,6 @@ func (r *Relay) Run(ctx context.Context) error {
 // drains what is left.
 func (r *Relay) relaySale(ctx context.Context, sale int64) {
 	s := &saleRelay{Relay: r, sale: sale, stream: r.keys.Outbox(sale), ownPending: true}
-	defer s.closeChannel()
 	bo := newBackoff()
 	for ctx.Err() == nil {
 		if err := s.step(ctx, true); err != nil {
@@ -137,7 +138,7 @@ func (r *Relay) relaySale(ctx context.Context, sale int64) {
 				break
 			}
 			slog.Warn("relay: retrying", "sale", sale, "err", err, "in", bo.peek())
-			s.closeChannel()
+			s.ownPending = true
 			_ = bo.wait(ctx)
 			continue
 		}
@@ -166,17 +167,6 @@ type saleRelay struct {
 	stream     string
 	ownPending bool
 	lastClaim  time.Time
-
-	ch      *amqp.Channel
-	returns chan amqp.Return
-}
-
-func (s *saleRelay) closeChannel() {
-	if s.ch != nil {
-		s.ch.Close()
-		s.ch = nil
-	}
-	s.ownPending = true
 }
 
 // step reads one batch (blocking up to a second when block is set) and
@@ -267,77 +257,21 @@ func isNoGroup(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
 }
 
-// confirmTimeout bounds the wait for the broker's confirms of one batch; a
-// broker that has gone silent is treated as gone.
-const confirmTimeout = 10 * time.Second
-
 // publish sends the events with publisher confirms, many in flight, and
 // removes from the stream those the broker confirmed.
 func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error {
-	if s.ch == nil {
-		ch, err := s.broker.Channel(ctx)
-		if err != nil {
-			return err
-		}
-		if err := ch.Confirm(false); err != nil {
-			ch.Close()
-			return fmt.Errorf("relay: confirm mode: %w", err)
-		}
-		s.ch = ch
-		// Returns arrive before the confirm of the same message, so once all
-		// confirms are in, every return of the batch is in this buffer.
-		s.returns = ch.NotifyReturn(make(chan amqp.Return, 2*s.cfg.Batch))
-	}
 	start := time.Now()
-	names := s.broker.Names()
-	msgs := pack(entries, s.cfg.Pack)
-	pending := make([]*amqp.DeferredConfirmation, len(msgs))
-	for i, m := range msgs {
-		dc, err := s.ch.PublishWithDeferredConfirmWithContext(ctx, names.Orders(), keyOrder, true, false, amqp.Publishing{
-			ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: m.ids[0],
-			Timestamp: time.Now(), Type: "order.accepted", Body: m.body,
-		})
-		if err != nil {
-			return fmt.Errorf("relay: publish: %w", err)
-		}
-		pending[i] = dc
+	packed := pack(entries, s.cfg.Pack)
+	msgs := make([]bus.Message, len(packed))
+	for i, m := range packed {
+		msgs[i] = bus.Message{ID: m.ids[0], Body: m.body}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
-	defer cancel()
-	acked := 0
-	var failed error
-	for _, dc := range pending {
-		ok, err := dc.WaitContext(wctx)
-		if err != nil {
-			failed = fmt.Errorf("relay: no confirm within %s: %w", confirmTimeout, err)
-			break
-		}
-		if !ok {
-			failed = errors.New("relay: broker refused (nack) an event")
-			break
-		}
-		acked++
-	}
-	returned := map[string]bool{}
-	for drained := false; !drained; {
-		select {
-		case ret := <-s.returns:
-			returned[ret.MessageId] = true
-		default:
-			drained = true
-		}
-	}
-	confirmed := make([]string, 0, len(entries))
+	n, failed := s.bus.Publish(ctx, bus.Orders, msgs...)
+	var confirmed []string
 	events := 0
-	for _, m := range msgs[:acked] {
-		if !returned[m.ids[0]] {
-			confirmed = append(confirmed, m.ids...)
-			events += m.events
-		}
-	}
-	if len(returned) > 0 {
-		failed = fmt.Errorf("relay: %d messages unroutable (queue missing?)", len(returned))
-		s.broker.Redeclare()
+	for _, m := range packed[:n] {
+		confirmed = append(confirmed, m.ids...)
+		events += m.events
 	}
 	if len(confirmed) > 0 {
 		if err := s.remove(ctx, confirmed); err != nil {
@@ -408,13 +342,4 @@ func pack(entries []redis.XMessage, size int) []message {
 	}
 	flush()
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -1,22 +1,23 @@
+// Package worker moves accepted orders from Redis to the ledger and keeps
+// the two in agreement: the outbox relay (Redis stream → bus, publisher
+// confirms), the order consumer (bus → one ledger transaction per batch),
+// the payment timeout consumer (cancel unpaid orders, return their stock
+// once) and the reconciler. It speaks to the message broker through
+// bus.Bus: RabbitMQ in production, an in-process bus when embedded.
 package worker
 
 import (
 	"bytes"
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	amqp "github.com/rabbitmq/amqp091-go"
-
+	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -34,15 +35,19 @@ type Config struct {
 	Window time.Duration
 	// TimeoutWorkers is how many timeout messages are handled at once.
 	TimeoutWorkers int
-	// Consumers is how many batches are written to MySQL at once.
+	// Consumers is how many batches are written to the ledger at once.
 	Consumers int
+	// Grace is how long, after Run's context ends, the batch in hand may
+	// still take to be written (the ledger may be down); past it the batch
+	// is left unacknowledged and goes back to the queue.
+	Grace time.Duration
 }
 
 // ConfigOf takes a worker's settings from the configuration.
 func ConfigOf(c configs.Config) Config {
 	return Config{
 		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
-		Consumers: c.WorkerConsumers,
+		Consumers: c.WorkerConsumers, Grace: c.ShutdownTimeout,
 	}
 }
 
@@ -53,7 +58,7 @@ type Releaser interface {
 
 // Worker consumes order events into the ledger and cancels unpaid orders.
 type Worker struct {
-	broker  *Broker
+	bus     bus.Bus
 	ledger  *orders.Store
 	stock   Releaser
 	cfg     Config
@@ -62,69 +67,67 @@ type Worker struct {
 }
 
 // New returns a Worker; Run starts it.
-func New(broker *Broker, ledger *orders.Store, stock Releaser, m *Metrics, cfg Config) *Worker {
+func New(b bus.Bus, ledger *orders.Store, stock Releaser, m *Metrics, cfg Config) *Worker {
 	if cfg.TimeoutWorkers <= 0 {
 		cfg.TimeoutWorkers = 4
 	}
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = 1
 	}
-	return &Worker{broker: broker, ledger: ledger, stock: stock, cfg: cfg, metrics: m, now: time.Now}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	return &Worker{bus: b, ledger: ledger, stock: stock, cfg: cfg, metrics: m, now: time.Now}
 }
 
 // Run consumes until ctx is cancelled; then it stops taking messages,
-// finishes and acknowledges the batch in hand, and returns.
+// finishes and acknowledges the batch in hand (within Grace), and returns.
 func (w *Worker) Run(ctx context.Context) error {
+	// Work in hand outlives ctx by Grace at most.
+	work, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	context.AfterFunc(ctx, func() { time.AfterFunc(w.cfg.Grace, stop) })
+
 	var wg sync.WaitGroup
 	for range w.cfg.Consumers {
-		wg.Go(func() { w.loop(ctx, "orders", w.consumeOrders) })
+		wg.Go(func() { w.loop(ctx, work, bus.Orders, w.cfg.Prefetch, w.consumeOrders) })
 	}
-	wg.Go(func() { w.loop(ctx, "timeouts", w.consumeTimeouts) })
+	wg.Go(func() { w.loop(ctx, work, bus.Timeouts, 4*w.cfg.TimeoutWorkers, w.consumeTimeouts) })
+	wg.Go(func() { w.watchDeadLetters(ctx) })
 	wg.Wait()
 	return nil
 }
 
-// loop runs one consumer on a fresh channel after every failure, with
-// backoff, until ctx ends.
-func (w *Worker) loop(ctx context.Context, name string, consume func(context.Context, *amqp.Channel) error) {
+// loop runs one consumer on a fresh subscription after every failure,
+// with backoff, until ctx ends.
+func (w *Worker) loop(ctx, work context.Context, queue string, prefetch int,
+	consume func(ctx, work context.Context, s bus.Subscription) error) {
 	bo := newBackoff()
 	for ctx.Err() == nil {
-		ch, err := w.broker.Channel(ctx)
-		if err != nil {
-			return
+		s, err := w.bus.Subscribe(ctx, queue, prefetch)
+		if err == nil {
+			start := time.Now()
+			err = consume(ctx, work, s)
+			s.Close()
+			if time.Since(start) > 10*time.Second {
+				bo.reset()
+			}
 		}
-		start := time.Now()
-		err = consume(ctx, ch)
-		ch.Close()
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(start) > 10*time.Second {
-			bo.reset()
-		}
-		slog.Warn("worker: consumer stopped, restarting", "consumer", name, "err", err, "in", bo.peek())
+		slog.Warn("worker: consumer stopped, restarting", "queue", queue, "err", err, "in", bo.peek())
 		_ = bo.wait(ctx)
 	}
 }
 
-var errChannelClosed = errors.New("worker: channel closed")
+var errSubscriptionEnded = errors.New("worker: subscription ended")
 
 // consumeOrders collects deliveries into batches and writes each batch in
 // one transaction.
-func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
-	if err := ch.Qos(w.cfg.Prefetch, 0, false); err != nil {
-		return fmt.Errorf("worker: qos: %w", err)
-	}
-	// The channel also publishes the orders' timeouts, with confirms.
-	if err := ch.Confirm(false); err != nil {
-		return fmt.Errorf("worker: confirm mode: %w", err)
-	}
-	tag := consumerTag("orders")
-	deliveries, err := ch.Consume(w.broker.Names().Orders(), tag, false, false, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("worker: consume: %w", err)
-	}
-	var batch []amqp.Delivery
+func (w *Worker) consumeOrders(ctx, work context.Context, s bus.Subscription) error {
+	deliveries := s.Deliveries()
+	var batch []bus.Delivery
 	for {
 		batch = batch[:0]
 		// Wait for the first message, then take what is already there and
@@ -132,10 +135,10 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 		// orders (a message may carry several; see RelayConfig.Pack).
 		select {
 		case <-ctx.Done():
-			return ch.Cancel(tag, false)
+			return nil
 		case d, ok := <-deliveries:
 			if !ok {
-				return errChannelClosed
+				return errSubscriptionEnded
 			}
 			batch = append(batch, d)
 		}
@@ -147,7 +150,7 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 			case d, ok := <-deliveries:
 				if !ok {
 					timer.Stop()
-					return errChannelClosed
+					return errSubscriptionEnded
 				}
 				batch = append(batch, d)
 				n += approxEvents(d.Body)
@@ -157,7 +160,7 @@ func (w *Worker) consumeOrders(ctx context.Context, ch *amqp.Channel) error {
 		}
 		timer.Stop()
 		// The batch in hand is finished even when shutdown has begun.
-		if err := w.processOrders(context.WithoutCancel(ctx), ch, batch); err != nil {
+		if err := w.processOrders(work, batch); err != nil {
 			return err
 		}
 	}
@@ -169,18 +172,21 @@ func approxEvents(body []byte) int {
 	return max(1, bytes.Count(body, []byte(`"order_id"`)))
 }
 
-// processOrders writes a batch: poison messages are dead-lettered, the rest
-// committed in one transaction, their payment timeouts scheduled, and only
-// then acknowledged.
-func (w *Worker) processOrders(ctx context.Context, ch *amqp.Channel, batch []amqp.Delivery) error {
+// processOrders writes a batch: malformed messages are dead-lettered, the
+// rest committed in one transaction, their payment timeouts scheduled, and
+// only then acknowledged. An error leaves the batch unacknowledged: it
+// comes back when the subscription ends.
+func (w *Worker) processOrders(ctx context.Context, batch []bus.Delivery) error {
 	now := w.now()
-	good := make([]amqp.Delivery, 0, len(batch))
+	good := make([]bus.Delivery, 0, len(batch))
 	var os []orders.Order
 	ends := make([]int, 0, len(batch)) // good[i] carries os[ends[i-1]:ends[i]]
 	for _, d := range batch {
-		evs, err := decodeEvents(d.Body)
+		evs, err := DecodeEvents(d.Body)
 		if err != nil {
-			w.deadLetter(d, "orders", err)
+			if err := w.deadLetter(d, bus.Orders, err); err != nil {
+				return err
+			}
 			continue
 		}
 		for _, ev := range evs {
@@ -193,103 +199,100 @@ func (w *Worker) processOrders(ctx context.Context, ch *amqp.Channel, batch []am
 		return nil
 	}
 	start := time.Now()
-	err := w.retry(ctx, func() error {
-		return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) })
-	})
+	err := w.write(ctx, os)
+	if orders.Refused(err) {
+		// Some row is refused for good (an unknown sale, say): write the
+		// messages one by one, so the rest flow on.
+		return w.processOneByOne(ctx, good, os, ends)
+	}
 	if err != nil {
-		// Not a passing fault: some row is refused (an unknown sale, say).
-		// Write the messages one by one so the rest flow on.
-		return w.processOneByOne(ctx, ch, good, os, ends)
+		return err
 	}
 	w.metrics.commit.Observe(time.Since(start).Seconds())
 	w.metrics.batchSize.Observe(float64(len(os)))
 	w.metrics.persisted.Add(float64(len(os)))
-	if err := w.scheduleTimeouts(ctx, ch, os); err != nil {
+	if err := w.scheduleTimeouts(ctx, os); err != nil {
 		return err
 	}
-	return ch.Ack(good[len(good)-1].DeliveryTag, true)
+	return ackAll(good)
 }
 
-func (w *Worker) processOneByOne(ctx context.Context, ch *amqp.Channel, ds []amqp.Delivery, os []orders.Order, ends []int) error {
+func (w *Worker) processOneByOne(ctx context.Context, ds []bus.Delivery, os []orders.Order, ends []int) error {
 	var written []orders.Order
-	var tags []amqp.Delivery
+	var done []bus.Delivery
 	for i, d := range ds {
 		first := 0
 		if i > 0 {
 			first = ends[i-1]
 		}
 		mine := os[first:ends[i]]
-		err := w.retry(ctx, func() error {
-			return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, mine) })
-		})
-		if err != nil {
-			// Requeued: the queue's delivery limit dead-letters it after a
-			// bounded number of tries.
-			slog.Error("worker: orders refused by MySQL; requeued", "message_id", d.MessageId, "sale", mine[0].SaleID,
-				"redelivered", d.Redelivered, "err", err)
-			if err := d.Nack(false, true); err != nil {
+		err := w.write(ctx, mine)
+		if orders.Refused(err) {
+			if err := w.deadLetter(d, bus.Orders, fmt.Errorf("refused by the ledger: %w", err)); err != nil {
 				return err
 			}
 			continue
 		}
+		if err != nil {
+			return err
+		}
 		written = append(written, mine...)
-		tags = append(tags, d)
+		done = append(done, d)
 	}
 	if len(written) == 0 {
 		return nil
 	}
 	w.metrics.persisted.Add(float64(len(written)))
-	if err := w.scheduleTimeouts(ctx, ch, written); err != nil {
+	if err := w.scheduleTimeouts(ctx, written); err != nil {
 		return err
 	}
-	for _, d := range tags {
-		if err := d.Ack(false); err != nil {
+	return ackAll(done)
+}
+
+func ackAll(ds []bus.Delivery) error {
+	for _, d := range ds {
+		if err := d.Ack(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// retry runs fn until it succeeds, fails for good, or ctx ends; MySQL
-// being unreachable is waited out with backoff, holding the messages
-// unacknowledged.
-func (w *Worker) retry(ctx context.Context, fn func() error) error {
+// write inserts orders in one transaction, waiting out any failure that
+// is not the ledger refusing the data: the messages are held meanwhile.
+func (w *Worker) write(ctx context.Context, os []orders.Order) error {
+	return w.retry(ctx, "writing orders", func() error {
+		return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) })
+	})
+}
+
+// retry runs fn until it succeeds, the ledger refuses the data for good
+// (orders.Refused), or ctx ends. Anything else is waited out with backoff
+// (a database that is down, a schema not yet migrated, an error nobody
+// foresaw): a valid order is never given up.
+func (w *Worker) retry(ctx context.Context, what string, fn func() error) error {
 	bo := newBackoff()
 	for {
 		err := fn()
-		if err == nil || !transient(err) {
+		if err == nil || orders.Refused(err) {
 			return err
 		}
 		w.metrics.dbRetries.Inc()
-		slog.Warn("worker: mysql unavailable, retrying batch", "err", err, "in", bo.peek())
+		if orders.Transient(err) {
+			slog.Warn("worker: ledger unavailable, retrying", "while", what, "err", err, "in", bo.peek())
+		} else {
+			slog.Error("worker: unexpected ledger error, retrying", "while", what, "err", err, "in", bo.peek())
+		}
 		if werr := bo.wait(ctx); werr != nil {
 			return err
 		}
 	}
 }
 
-// transient reports whether an error may pass if retried: connection
-// failures, lock waits, deadlocks, a server going away. Anything MySQL
-// answered about the data itself is not.
-func transient(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1205, 1213, 1040, 1053, 1927, 2006, 2013:
-			return true
-		}
-		return false
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// decodeEvents reads a message body strictly: one event, or a JSON array
+// DecodeEvents reads a message body strictly: one event, or a JSON array
 // of them as the relay packs them. Any error makes the whole message
-// poison.
-func decodeEvents(body []byte) ([]orders.Event, error) {
+// malformed.
+func DecodeEvents(body []byte) ([]orders.Event, error) {
 	var evs []orders.Event
 	var err error
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
@@ -324,61 +327,81 @@ func strictJSON(body []byte, v any) error {
 	return nil
 }
 
-func (w *Worker) deadLetter(d amqp.Delivery, queue string, why error) {
-	slog.Error("worker: dead-lettering message", "queue", queue, "message_id", d.MessageId, "err", why)
+// deadLetter gives a message up, with why in its headers.
+func (w *Worker) deadLetter(d bus.Delivery, queue string, why error) error {
+	slog.Error("worker: dead-lettering message", "queue", queue, "message_id", d.ID, "reason", why)
+	if err := d.DeadLetter(why.Error()); err != nil {
+		return fmt.Errorf("worker: dead-letter %s: %w", d.ID, err)
+	}
 	w.metrics.deadLettered.WithLabelValues(queue).Inc()
-	if err := d.Reject(false); err != nil {
-		slog.Warn("worker: reject failed; the message will be redelivered", "err", err)
+	return nil
+}
+
+// watchDeadLetters keeps the dead-letter gauge current.
+func (w *Worker) watchDeadLetters(ctx context.Context) {
+	for ctx.Err() == nil {
+		if n, err := w.bus.Depth(ctx, bus.Dead); err == nil {
+			w.metrics.deadLetters.Set(float64(n))
+		}
+		sleep(ctx, 10*time.Second)
 	}
 }
 
-// timeoutMessage is the body of a payment timeout: the orders of one
+// TimeoutMessage is the body of a payment timeout: the orders of one
 // committed batch, whose windows end together.
-type timeoutMessage struct {
-	Orders []timeoutOrder `json:"orders"`
+type TimeoutMessage struct {
+	Orders []TimeoutOrder `json:"orders"`
 }
 
-type timeoutOrder struct {
+// TimeoutOrder names one order of a TimeoutMessage.
+type TimeoutOrder struct {
 	OrderID string `json:"order_id"`
 	SaleID  int64  `json:"sale_id"`
 }
 
-// scheduleTimeouts puts one timeout message for the batch into the delay
-// queue and waits for the broker's confirm; the orders' messages are
-// acknowledged only after.
-func (w *Worker) scheduleTimeouts(ctx context.Context, ch *amqp.Channel, os []orders.Order) error {
-	m := timeoutMessage{Orders: make([]timeoutOrder, len(os))}
+// DecodeTimeout reads a timeout message strictly.
+func DecodeTimeout(body []byte) (TimeoutMessage, error) {
+	var m TimeoutMessage
+	if err := strictJSON(body, &m); err != nil {
+		return m, fmt.Errorf("malformed timeout: %w", err)
+	}
+	if len(m.Orders) == 0 {
+		return m, errors.New("malformed timeout: no orders")
+	}
+	return m, nil
+}
+
+// scheduleTimeouts sends one timeout message for the orders, to arrive
+// when their payment window has passed, and waits for the broker's
+// confirm; the orders' messages are acknowledged only after.
+func (w *Worker) scheduleTimeouts(ctx context.Context, os []orders.Order) error {
+	return ScheduleTimeouts(ctx, w.bus, os, w.cfg.Window)
+}
+
+// ScheduleTimeouts sends the timeout message of orders, delivered after
+// delay. New orders wait out the payment window (one delay, so RabbitMQ
+// keeps one delay queue); orders re-armed after a restart wait what is
+// left of theirs.
+func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []orders.Order, delay time.Duration) error {
+	if len(os) == 0 {
+		return nil
+	}
+	m := TimeoutMessage{Orders: make([]TimeoutOrder, len(os))}
 	for i, o := range os {
-		m.Orders[i] = timeoutOrder{OrderID: o.ID, SaleID: o.SaleID}
+		m.Orders[i] = TimeoutOrder{OrderID: o.ID, SaleID: o.SaleID}
 	}
 	body, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", w.broker.Names().Delay(), true, false, amqp.Publishing{
-		ContentType: "application/json", DeliveryMode: amqp.Persistent, MessageId: os[0].ID, Body: body,
-	})
-	if err != nil {
+	if err := b.PublishDelayed(ctx, bus.Timeouts, bus.Message{ID: os[0].ID, Body: body}, delay); err != nil {
 		return fmt.Errorf("worker: schedule timeouts: %w", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, confirmTimeout)
-	defer cancel()
-	if ok, err := dc.WaitContext(wctx); err != nil || !ok {
-		return fmt.Errorf("worker: timeouts not confirmed (%v)", err)
 	}
 	return nil
 }
 
 // consumeTimeouts cancels orders whose payment window has closed.
-func (w *Worker) consumeTimeouts(ctx context.Context, ch *amqp.Channel) error {
-	if err := ch.Qos(4*w.cfg.TimeoutWorkers, 0, false); err != nil {
-		return fmt.Errorf("worker: qos: %w", err)
-	}
-	tag := consumerTag("timeouts")
-	deliveries, err := ch.Consume(w.broker.Names().Timeouts(), tag, false, false, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("worker: consume timeouts: %w", err)
-	}
+func (w *Worker) consumeTimeouts(ctx, work context.Context, s bus.Subscription) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, w.cfg.TimeoutWorkers)
 	for range w.cfg.TimeoutWorkers {
@@ -387,12 +410,12 @@ func (w *Worker) consumeTimeouts(ctx context.Context, ch *amqp.Channel) error {
 				select {
 				case <-ctx.Done():
 					return
-				case d, ok := <-deliveries:
+				case d, ok := <-s.Deliveries():
 					if !ok {
-						errc <- errChannelClosed
+						errc <- errSubscriptionEnded
 						return
 					}
-					if err := w.expire(context.WithoutCancel(ctx), d); err != nil {
+					if err := w.expire(work, d); err != nil {
 						errc <- err
 						return
 					}
@@ -403,7 +426,6 @@ func (w *Worker) consumeTimeouts(ctx context.Context, ch *amqp.Channel) error {
 	wg.Wait()
 	close(errc)
 	if ctx.Err() != nil {
-		_ = ch.Cancel(tag, false)
 		return nil
 	}
 	return <-errc
@@ -412,39 +434,40 @@ func (w *Worker) consumeTimeouts(ctx context.Context, ch *amqp.Channel) error {
 // expire cancels the orders of one timeout message that are still
 // pending and returns their units exactly once. Paid orders are left
 // alone. A redelivered message is harmless: both steps are idempotent.
-func (w *Worker) expire(ctx context.Context, d amqp.Delivery) error {
-	var m timeoutMessage
-	if err := json.Unmarshal(d.Body, &m); err != nil || len(m.Orders) == 0 {
-		w.deadLetter(d, "timeouts", fmt.Errorf("malformed timeout: %v", err))
-		return nil
+func (w *Worker) expire(ctx context.Context, d bus.Delivery) error {
+	m, err := DecodeTimeout(d.Body)
+	if err != nil {
+		return w.deadLetter(d, bus.Timeouts, err)
 	}
 	for _, t := range m.Orders {
 		if err := w.expireOne(ctx, t.OrderID); err != nil {
-			slog.Error("worker: cancelling order failed; requeued", "order", t.OrderID, "err", err)
-			return d.Nack(false, true)
+			return err // unacknowledged: it comes back
 		}
 	}
-	return d.Ack(false)
+	return d.Ack()
 }
 
 func (w *Worker) expireOne(ctx context.Context, id string) error {
 	var o orders.Order
-	err := w.retry(ctx, func() error {
+	err := w.retry(ctx, "cancelling an order", func() error {
 		var err error
 		o, err = w.ledger.Cancel(ctx, id, w.now())
+		if errors.Is(err, orders.ErrPaid) || errors.Is(err, orders.ErrNotFound) {
+			return nil
+		}
 		return err
 	})
 	switch {
-	case errors.Is(err, orders.ErrPaid):
-		return nil
-	case errors.Is(err, orders.ErrNotFound):
-		slog.Warn("worker: timeout for an unknown order", "order", id)
-		return nil
 	case err != nil:
 		return err
+	case o.ID == "":
+		slog.Warn("worker: timeout for an unknown order", "order", id)
+		return nil
+	case o.Status == orders.StatusPaid:
+		return nil
 	}
 	// Cancelled, now or by an earlier delivery: release is idempotent, so a
-	// crash between the MySQL commit and here loses nothing.
+	// crash between the ledger commit and here loses nothing.
 	bo := newBackoff()
 	for {
 		_, released, err := w.stock.Release(ctx, o.SaleID, o.ID, o.UserID, o.Qty)

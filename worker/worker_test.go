@@ -16,16 +16,19 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
 )
 
 func TestPipelineHappyPath(t *testing.T) {
-	p := newPipeline(t)
+	eachBus(t, nil, testPipelineHappyPath)
+}
+
+func testPipelineHappyPath(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 3000, Limit: 2, PriceCents: 1250})
 	accepted := p.buy(t, sale, 2000, 64, "happy")
@@ -93,7 +96,7 @@ func TestMySQLOutage(t *testing.T) {
 	accepted = append(accepted, p.buy(t, sale, 500, 32, "during")...)
 	// While MySQL is away, the orders wait in the queue, unacknowledged.
 	servertest.WaitFor(t, 8*time.Second, "orders queued while MySQL is down", func() (bool, string) {
-		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Orders())
+		n, err := p.broker.Depth(context.Background(), bus.Orders)
 		return err == nil && n > 0 || p.Redis.XLen(context.Background(), p.Keys.Outbox(sale.ID)).Val() > 0, fmt.Sprint(n, err)
 	})
 	time.Sleep(10*time.Second - time.Since(outage)) // the length of the outage
@@ -191,7 +194,10 @@ func startWorker(t *testing.T, bin string, p *pipeline) *exec.Cmd {
 // removing it from the stream. A live relay claims the batch and publishes
 // it again; the worker keeps one order each.
 func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
-	p := newPipeline(t)
+	eachBus(t, nil, testDeadRelayDuplicatesAbsorbed)
+}
+
+func testDeadRelayDuplicatesAbsorbed(t *testing.T, p *pipeline) {
 	ctx := context.Background()
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 1000, Limit: 2, PriceCents: 100})
 	accepted := p.buy(t, sale, 300, 32, "dead")
@@ -207,19 +213,17 @@ func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
 		t.Fatalf("dead relay read %v, %v", res, err)
 	}
 	published := 0
-	publishRaw(t, p, func(ch *amqp.Channel) {
-		for _, m := range res[0].Messages {
-			evs, err := inventory.ParseOutboxEntry(m.Values)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ev := range evs {
-				body, _ := json.Marshal(ev)
-				mustPublish(t, ch, p.broker.Names().Orders(), body)
-				published++
-			}
+	for _, m := range res[0].Messages {
+		evs, err := inventory.ParseOutboxEntry(m.Values)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		for _, ev := range evs {
+			body, _ := json.Marshal(ev)
+			mustPublish(t, p, body)
+			published++
+		}
+	}
 	if published != len(accepted) {
 		t.Fatalf("dead relay read %d events of %d accepted orders", published, len(accepted))
 	}
@@ -234,25 +238,10 @@ func TestDeadRelayDuplicatesAbsorbed(t *testing.T) {
 	p.checkReconciles(t, sale.ID)
 }
 
-// publishRaw gives fn a confirming channel of its own on the broker.
-func publishRaw(t *testing.T, p *pipeline, fn func(*amqp.Channel)) {
+// mustPublish puts a message body straight onto the orders queue.
+func mustPublish(t *testing.T, p *pipeline, body []byte) {
 	t.Helper()
-	ch, err := p.broker.Channel(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	fn(ch)
-}
-
-func mustPublish(t *testing.T, ch *amqp.Channel, exchange string, body []byte) {
-	t.Helper()
-	dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, "order", true, false,
-		amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/json", Body: body})
-	if err != nil || !dc.Wait() {
+	if _, err := p.broker.Publish(context.Background(), bus.Orders, bus.Message{ID: "raw", Body: body}); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 }
@@ -260,7 +249,10 @@ func mustPublish(t *testing.T, ch *amqp.Channel, exchange string, body []byte) {
 // TestPoisonMessagesDeadLettered: malformed events and an event of an
 // unknown sale end in the dead-letter queue; valid orders keep flowing.
 func TestPoisonMessagesDeadLettered(t *testing.T) {
-	p := newPipeline(t)
+	eachBus(t, nil, testPoisonMessagesDeadLettered)
+}
+
+func testPoisonMessagesDeadLettered(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 1000, Limit: 2, PriceCents: 100})
 	var accepted []bought
@@ -271,7 +263,7 @@ func TestPoisonMessagesDeadLettered(t *testing.T) {
 	poison := [][]byte{[]byte("not json at all"), []byte(`{"order_id":"x","surprise":true}`), unknownBody, badPack}
 	for i, body := range poison {
 		accepted = append(accepted, p.buy(t, sale, 100, 16, fmt.Sprint("poison", i))...)
-		publishRaw(t, p, func(ch *amqp.Channel) { mustPublish(t, ch, p.broker.Names().Orders(), body) })
+		mustPublish(t, p, body)
 	}
 	// An outbox entry the relay cannot read travels alone, so the events
 	// packed around it still arrive.
@@ -285,7 +277,7 @@ func TestPoisonMessagesDeadLettered(t *testing.T) {
 	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
 	want := len(poison) + 1
 	servertest.WaitFor(t, 30*time.Second, "the poison in the dead-letter queue", func() (bool, string) {
-		n, err := p.broker.QueueDepth(context.Background(), p.broker.Names().Dead())
+		n, err := p.broker.Depth(context.Background(), bus.Dead)
 		return err == nil && n == want, fmt.Sprint(n, err)
 	})
 	p.checkLedger(t, sale, accepted)
@@ -295,7 +287,10 @@ func TestPoisonMessagesDeadLettered(t *testing.T) {
 // TestPaymentTimeout: unpaid orders are cancelled when their window ends
 // and their units can be bought again; paid orders stay paid.
 func TestPaymentTimeout(t *testing.T) {
-	p := newPipeline(t, "SECKILL_PAYMENT_WINDOW=2s")
+	eachBus(t, []string{"SECKILL_PAYMENT_WINDOW=2s"}, testPaymentTimeout)
+}
+
+func testPaymentTimeout(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	ctx := context.Background()
 	h := p.srv.Handler()
@@ -359,7 +354,10 @@ func TestPaymentTimeout(t *testing.T) {
 // many times: each order ends paid or cancelled, never both, and the
 // answer the buyer got matches.
 func TestPayRacesTimeout(t *testing.T) {
-	p := newPipeline(t, "SECKILL_PAYMENT_WINDOW=1s")
+	eachBus(t, []string{"SECKILL_PAYMENT_WINDOW=1s"}, testPayRacesTimeout)
+}
+
+func testPayRacesTimeout(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	ctx := context.Background()
 	h := p.srv.Handler()
@@ -421,7 +419,10 @@ func pay(t testing.TB, h http.Handler, b bought) (int, string) {
 // with the right stock and per-user counts.
 func TestReconcile(t *testing.T) {
 	// FLUSHDB takes a database of its own.
-	p := newPipeline(t, "SECKILL_REDIS_DB=15")
+	eachBus(t, []string{"SECKILL_REDIS_DB=15"}, testReconcile)
+}
+
+func testReconcile(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	ctx := context.Background()
 	h := p.srv.Handler()

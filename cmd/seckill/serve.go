@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -69,7 +70,7 @@ type system struct {
 	db       *sqlx.DB
 	inv      *inventory.Store
 	ledger   *orders.Store
-	broker   *worker.Broker
+	bus      *rabbitmq.Bus
 	registry *prometheus.Registry
 	metrics  *worker.Metrics
 }
@@ -92,13 +93,13 @@ func open(ctx context.Context, cfg configs.Config) (*system, error) {
 		cfg: cfg, rdb: rdb, db: db, registry: registry,
 		inv:     inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix)),
 		ledger:  orders.NewStore(db),
-		broker:  worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries),
+		bus:     rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType),
 		metrics: worker.NewMetrics(registry),
 	}, nil
 }
 
 func (s *system) close() {
-	if err := s.broker.Close(); err != nil {
+	if err := s.bus.Close(); err != nil {
 		slog.Warn("closing rabbitmq connection", "err", err)
 	}
 	s.db.Close()
@@ -110,16 +111,16 @@ func (s *system) ready() map[string]func(context.Context) error {
 	return map[string]func(context.Context) error{
 		"redis":    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		"mysql":    s.db.PingContext,
-		"rabbitmq": s.broker.Ping,
+		"rabbitmq": s.bus.Ping,
 	}
 }
 
 func (s *system) relay() *worker.Relay {
-	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.broker, s.metrics, worker.RelayConfigOf(s.cfg))
+	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.bus, s.metrics, worker.RelayConfigOf(s.cfg))
 }
 
 func (s *system) worker() *worker.Worker {
-	return worker.New(s.broker, s.ledger, s.inv, s.metrics, worker.ConfigOf(s.cfg))
+	return worker.New(s.bus, s.ledger, s.inv, s.metrics, worker.ConfigOf(s.cfg))
 }
 
 // serve runs the HTTP server and the outbox relay (and, for `all`, the
@@ -153,6 +154,13 @@ func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
 		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 
+	if cfg.OpsAddr != "" {
+		stop, err := serveOps(ctx, cfg.OpsAddr, "SECKILL_OPS_ADDR", sys)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	background := context.WithoutCancel(ctx)
 	stopRelay := start(background, "relay", sys.relay().Run)
 	stopWorker := func() {}
@@ -196,7 +204,7 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 	}
 	defer sys.close()
 	if cfg.WorkerMetricsAddr != "" {
-		stop, err := serveOps(ctx, cfg.WorkerMetricsAddr, sys)
+		stop, err := serveOps(ctx, cfg.WorkerMetricsAddr, "SECKILL_WORKER_METRICS_ADDR", sys)
 		if err != nil {
 			return err
 		}
@@ -205,16 +213,16 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 	return sys.worker().Run(ctx)
 }
 
-// serveOps serves /metrics, /healthz and /readyz for a process without the
-// HTTP API.
-func serveOps(ctx context.Context, addr string, sys *system) (stop func(), err error) {
+// serveOps serves the operations listener (/metrics, /healthz, /readyz,
+// /debug/pprof/) on addr, the value of the setting named.
+func serveOps(ctx context.Context, addr, setting string, sys *system) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s (SECKILL_WORKER_METRICS_ADDR): %w", addr, err)
+		return nil, fmt.Errorf("listen on %s (%s): %w", addr, setting, err)
 	}
 	srv := &http.Server{Handler: server.OpsHandler(sys.registry, sys.ready()), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	slog.Info("worker metrics listening", "addr", ln.Addr().String())
+	slog.Info("ops listener (metrics, health, pprof)", "addr", ln.Addr().String())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()

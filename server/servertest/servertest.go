@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -196,10 +197,10 @@ func redactURL(u string) string {
 	return u
 }
 
-// Broker returns a broker for the config's queue names, checks that
+// Broker returns a RabbitMQ bus for the config's queue names, checks that
 // RabbitMQ answers, and deletes the names' queues and exchanges when the
 // test ends.
-func Broker(t testing.TB, cfg configs.Config) *worker.Broker {
+func Broker(t testing.TB, cfg configs.Config) *rabbitmq.Bus {
 	t.Helper()
 	b := NewBroker(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -208,7 +209,7 @@ func Broker(t testing.TB, cfg configs.Config) *worker.Broker {
 		t.Fatal(RabbitMQHint(cfg.AMQPURL, err))
 	}
 	t.Cleanup(func() {
-		if err := b.DeleteAll(); err != nil {
+		if err := b.DeleteAll(cfg.PaymentWindow); err != nil {
 			t.Logf("servertest: deleting queues: %v", err)
 		}
 		b.Close()
@@ -216,10 +217,10 @@ func Broker(t testing.TB, cfg configs.Config) *worker.Broker {
 	return b
 }
 
-// NewBroker returns a broker for the config, without checks or cleanup
-// (for a second connection, say through a fault-injecting proxy).
-func NewBroker(cfg configs.Config) *worker.Broker {
-	return worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries)
+// NewBroker returns a RabbitMQ bus for the config, without checks or
+// cleanup (for a second connection, say through a fault-injecting proxy).
+func NewBroker(cfg configs.Config) *rabbitmq.Bus {
+	return rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
 }
 
 // Server builds a server on the env with the given Reserver (nil: the
@@ -241,8 +242,8 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 }
 
 // StartPipeline runs an outbox relay and an order worker on the env's
-// names until the test ends, and returns their broker.
-func (e *Env) StartPipeline(t testing.TB) *worker.Broker {
+// names until the test ends, and returns their bus.
+func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	t.Helper()
 	broker := Broker(t, e.Config)
 	m := worker.NewMetrics(prometheus.NewRegistry())

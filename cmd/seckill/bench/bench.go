@@ -23,11 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/worker"
 )
 
 // Options tune a run.
@@ -151,7 +151,7 @@ type Env struct {
 	DB     *sqlx.DB
 	Inv    *inventory.Store
 	Ledger *orders.Store
-	Broker *worker.Broker
+	Broker *rabbitmq.Bus
 	dbName string
 }
 
@@ -187,7 +187,7 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 	}
 	e.Inv = inventory.New(e.Redis, inventory.NewKeys(cfg.RedisPrefix))
 	e.Ledger = orders.NewStore(e.DB)
-	e.Broker = worker.NewBroker(cfg.AMQPURL, worker.NewNames(cfg.AMQPPrefix, cfg.PaymentWindow), cfg.MaxDeliveries)
+	e.Broker = rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
 	if err := e.Broker.Ping(ctx); err != nil {
 		e.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
@@ -197,7 +197,7 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 
 func (e *Env) close() {
 	if e.Broker != nil {
-		if err := e.Broker.DeleteAll(); err != nil {
+		if err := e.Broker.DeleteAll(e.Config.PaymentWindow); err != nil {
 			slog.Warn("bench: deleting queues", "err", err)
 		}
 		e.Broker.Close()

@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/worker"
@@ -155,46 +158,36 @@ func checkRows(ctx context.Context, e *Env, sale int64, n int) error {
 // naive way for at most d: prefetch 1, one transaction and one ack per
 // message. It returns how many it wrote and how long that took.
 func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Duration) (int, time.Duration, error) {
-	ch, err := e.Broker.Channel(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer ch.Close()
-	queue := e.Config.AMQPPrefix + ".naive"
-	if _, err := ch.QueueDeclare(queue, false, true, false, false, nil); err != nil {
-		return 0, 0, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		return 0, 0, err
-	}
+	b := rabbitmq.New(e.Config.AMQPURL, e.Config.AMQPPrefix+"-naive", e.Config.AMQPQueueType)
+	defer func() {
+		if err := b.DeleteAll(); err != nil {
+			slog.Warn("bench: deleting the naive queues", "err", err)
+		}
+		b.Close()
+	}()
 	// Only as many messages as the naive consumer can take in d (at most
 	// 2,000/s here), so the fill does not dominate the run.
 	fill := evs[:min(len(evs), max(100, int(d.Seconds()*2000)))]
-	var pending []*amqp.DeferredConfirmation
-	for _, ev := range fill {
+	msgs := make([]bus.Message, len(fill))
+	for i, ev := range fill {
 		body, _ := json.Marshal(ev)
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: body})
-		if err != nil {
-			return 0, 0, err
-		}
-		pending = append(pending, dc)
+		msgs[i] = bus.Message{ID: ev.OrderID, Body: body}
 	}
-	for _, dc := range pending {
-		if !dc.Wait() {
-			return 0, 0, fmt.Errorf("naive fill not confirmed")
-		}
+	if _, err := b.Publish(ctx, bus.Orders, msgs...); err != nil {
+		return 0, 0, fmt.Errorf("naive fill: %w", err)
 	}
-	if err := ch.Qos(1, 0, false); err != nil {
-		return 0, 0, err
-	}
-	deliveries, err := ch.Consume(queue, "naive", false, false, false, false, nil)
+	sub, err := b.Subscribe(ctx, bus.Orders, 1)
 	if err != nil {
 		return 0, 0, err
 	}
+	defer sub.Close()
 	start := time.Now()
 	done := 0
 	for done < len(fill) && time.Since(start) < d {
-		dl := <-deliveries
+		dl, ok := <-sub.Deliveries()
+		if !ok {
+			return done, time.Since(start), errors.New("naive consumer: subscription ended")
+		}
 		var ev orders.Event
 		if err := json.Unmarshal(dl.Body, &ev); err != nil {
 			return done, time.Since(start), err
@@ -203,7 +196,7 @@ func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Durati
 		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, o) }); err != nil {
 			return done, time.Since(start), err
 		}
-		if err := dl.Ack(false); err != nil {
+		if err := dl.Ack(); err != nil {
 			return done, time.Since(start), err
 		}
 		done++

@@ -1,0 +1,62 @@
+package orders
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Transient reports whether a ledger error may pass if the operation is
+// tried again: the database is unreachable or going away, a lock wait
+// timed out, a deadlock was broken, the connection pool is full, or the
+// schema is not there yet (an operator runs migrate). Retrying is safe:
+// every write of the ledger is idempotent or transactional.
+func Transient(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1040, // too many connections
+			1053, // server shutdown in progress
+			1146, // table does not exist (not migrated yet)
+			1205, // lock wait timeout
+			1213, // deadlock
+			1927, // connection killed
+			2006, // server has gone away
+			2013: // lost connection during query
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Refused reports whether the ledger refused the data itself, for a reason
+// that trying again will not heal: a row of an unknown sale (foreign key),
+// a value too long or out of range, a failed check constraint. Anything
+// else that is not Transient is neither: the caller keeps retrying rather
+// than give a valid order up.
+func Refused(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1048, // column cannot be null
+			1264, // out of range value
+			1292, // incorrect datetime value
+			1366, // incorrect value
+			1406, // data too long
+			1452, // foreign key: no such sale
+			3819, // check constraint (MySQL)
+			4025: // check constraint (MariaDB)
+			return true
+		}
+	}
+	return false
+}
