@@ -46,17 +46,25 @@ type Config struct {
 	WSMaxPerIP       int           `koanf:"ws_max_per_ip"`
 	WSMaxTotal       int           `koanf:"ws_max_total"`
 
-	RedisAddr     string `koanf:"redis_addr"`
-	RedisDB       int    `koanf:"redis_db"`
-	RedisPassword string `koanf:"redis_password" secret:"true"`
-	RedisPoolSize int    `koanf:"redis_pool_size"`
-	RedisPrefix   string `koanf:"redis_prefix"`
+	RedisAddr      string `koanf:"redis_addr"`
+	RedisSentinels string `koanf:"redis_sentinels"`
+	RedisMaster    string `koanf:"redis_master"`
+	RedisDB        int    `koanf:"redis_db"`
+	RedisPassword  string `koanf:"redis_password" secret:"true"`
+	RedisPoolSize  int    `koanf:"redis_pool_size"`
+	RedisPrefix    string `koanf:"redis_prefix"`
+	// RedisAllowVolatile lets a production process run on a Redis that
+	// keeps its data only in memory.
+	RedisAllowVolatile bool `koanf:"redis_allow_volatile"`
 
 	AMQPURL       string `koanf:"amqp_url" secret:"url"`
 	AMQPPrefix    string `koanf:"amqp_prefix"`
 	AMQPQueueType string `koanf:"amqp_queue_type"`
 
 	MySQLDSN string `koanf:"mysql_dsn" secret:"dsn"`
+	// AutoMigrate lets serve and worker bring the schema up to date at
+	// start instead of refusing to run on an old one.
+	AutoMigrate bool `koanf:"auto_migrate"`
 
 	JWTSecret     string        `koanf:"jwt_secret" secret:"true"`
 	SessionTTL    time.Duration `koanf:"session_ttl"`
@@ -65,6 +73,9 @@ type Config struct {
 
 	PaymentWindow time.Duration `koanf:"payment_window"`
 	SaleRetention time.Duration `koanf:"sale_retention"`
+	// ReconcileGrace is how long an accepted order may be on its way to the
+	// ledger before the reconciler reports it missing.
+	ReconcileGrace time.Duration `koanf:"reconcile_grace"`
 
 	RateGlobal  float64 `koanf:"rate_global"`
 	RatePerUser float64 `koanf:"rate_per_user"`
@@ -182,10 +193,23 @@ func (c *Config) complete() error {
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("log_level", "must be debug, info, warn or error, not %q", c.LogLevel)
 	}
-	for setting, addr := range map[string]string{"http_addr": c.HTTPAddr, "redis_addr": c.RedisAddr} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			bad(setting, "not a host:port: %q", addr)
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("http_addr", "not a host:port: %q", c.HTTPAddr)
+	}
+	for setting, list := range map[string]string{"redis_addr": c.RedisAddr, "redis_sentinels": c.RedisSentinels} {
+		for _, addr := range SplitList(list) {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				bad(setting, "not a host:port: %q", addr)
+			}
 		}
+	}
+	switch {
+	case len(SplitList(c.RedisAddr)) == 0 && c.RedisSentinels == "":
+		bad("redis_addr", "must name a Redis (or set redis_sentinels)")
+	case c.RedisSentinels != "" && c.RedisMaster == "":
+		bad("redis_master", "must name the master when redis_sentinels is set")
+	case len(SplitList(c.RedisAddr)) > 1 && c.RedisDB != 0:
+		bad("redis_db", "must be 0 for a Redis Cluster (several redis_addr)")
 	}
 	for setting, addr := range map[string]string{"ops_addr": c.OpsAddr, "worker_metrics_addr": c.WorkerMetricsAddr} {
 		if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
@@ -244,6 +268,9 @@ func (c *Config) complete() error {
 	if c.SaleRetention < 0 {
 		bad("sale_retention", "must not be negative")
 	}
+	if c.ReconcileGrace < time.Second {
+		bad("reconcile_grace", "must be at least 1s")
+	}
 	for setting, r := range map[string]float64{"rate_global": c.RateGlobal, "rate_per_user": c.RatePerUser, "rate_per_ip": c.RatePerIP} {
 		if r < 0 {
 			bad(setting, "must be 0 (off) or a positive rate")
@@ -292,15 +319,16 @@ func (c *Config) complete() error {
 }
 
 // TrustedProxiesList returns the trusted proxies as a list.
-func (c Config) TrustedProxiesList() []string { return splitList(c.TrustedProxies) }
+func (c Config) TrustedProxiesList() []string { return SplitList(c.TrustedProxies) }
 
 // PublicOriginsList returns the origins the site is served under.
-func (c Config) PublicOriginsList() []string { return splitList(c.PublicOrigins) }
+func (c Config) PublicOriginsList() []string { return SplitList(c.PublicOrigins) }
 
 // AllowedOriginsList returns the extra allowed origins as a list.
-func (c Config) AllowedOriginsList() []string { return splitList(c.AllowedOrigins) }
+func (c Config) AllowedOriginsList() []string { return SplitList(c.AllowedOrigins) }
 
-func splitList(s string) []string {
+// SplitList splits a comma-separated setting, dropping blanks.
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

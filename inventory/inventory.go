@@ -343,6 +343,9 @@ type AcceptedOrder struct {
 	Qty       int64
 	RequestID string
 	At        time.Time
+	// PriceCents is the unit price the order was accepted at; -1 if the
+	// record predates prices in records.
+	PriceCents int64
 }
 
 // Accepted looks up an order accepted by buy.lua. ok is false when Redis
@@ -447,7 +450,7 @@ func (s *Store) Rebuild(ctx context.Context, sale Sale, orders []AcceptedOrder, 
 		part := orders[start:min(start+chunk, len(orders))]
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, o := range part {
-				p.HSet(ctx, s.keys.Orders(sale.ID), o.OrderID, fmt.Sprintf("%s|%d|%s|%d", o.UserID, o.Qty, o.RequestID, o.At.UnixMilli()))
+				p.HSet(ctx, s.keys.Orders(sale.ID), o.OrderID, o.record())
 				p.HSet(ctx, s.keys.Reqs(sale.ID), o.UserID+"|"+o.RequestID, fmt.Sprintf("ok|%s|%d|0", o.OrderID, o.Qty))
 				if cancelled[o.OrderID] {
 					p.SAdd(ctx, s.keys.Released(sale.ID), o.OrderID)
@@ -476,11 +479,20 @@ func stockOf(v []any) Stock {
 
 func parseAccepted(sale int64, orderID, rec string) (AcceptedOrder, error) {
 	parts := strings.Split(rec, "|")
-	if len(parts) != 4 {
+	if len(parts) != 4 && len(parts) != 5 { // records written before prices were kept have 4
 		return AcceptedOrder{}, fmt.Errorf("inventory: order %s: bad record %q", orderID, rec)
 	}
-	return AcceptedOrder{
+	o := AcceptedOrder{
 		OrderID: orderID, SaleID: sale, UserID: parts[0], Qty: toInt(parts[1]),
-		RequestID: parts[2], At: time.UnixMilli(toInt(parts[3])),
-	}, nil
+		RequestID: parts[2], At: time.UnixMilli(toInt(parts[3])), PriceCents: -1,
+	}
+	if len(parts) == 5 {
+		o.PriceCents = toInt(parts[4])
+	}
+	return o, nil
+}
+
+// record is how buy.lua stores an accepted order in the orders hash.
+func (o AcceptedOrder) record() string {
+	return fmt.Sprintf("%s|%d|%s|%d|%d", o.UserID, o.Qty, o.RequestID, o.At.UnixMilli(), o.PriceCents)
 }

@@ -1,13 +1,26 @@
 package inventory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/orders"
 )
+
+// OutboxEntries returns every entry of a sale's outbox stream: O(outbox),
+// for the reconciler looking for a missing order.
+func (s *Store) OutboxEntries(ctx context.Context, sale int64) ([]redis.XMessage, error) {
+	entries, err := s.rdb.XRange(ctx, s.keys.Outbox(sale), "-", "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: outbox of sale %d: %w", sale, err)
+	}
+	return entries, nil
+}
 
 // ParseOutboxEntry reads an entry of a sale's outbox stream as buy.lua
 // writes it: one field "e" holding one line per order accepted by the

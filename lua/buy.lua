@@ -8,8 +8,10 @@
 -- KEYS[4] outbox stream one entry per call that accepted orders, read by the
 --                       relay: one field e holding one line per accepted order,
 --                       order_id|sale_id|user_id|qty|price|request_id|ts
--- KEYS[5] orders hash   order_id -> "user_id|qty|request_id|ts", so an order
---                       can be found before the worker has persisted it
+-- KEYS[5] orders hash   order_id -> "user_id|qty|request_id|ts|price", so an
+--                       order can be found (and, if it was lost on its way,
+--                       written to the ledger again) before the worker has
+--                       persisted it
 -- ARGV[1] sale id
 -- ARGV[2] n, the number of requests in the batch
 -- ARGV[3+4i .. 6+4i] request i: user_id, qty, request_id, order_id (the order
@@ -134,7 +136,7 @@ for i = 0, n - 1 do
       bought[user] = true
       events[#events + 1] = oid .. '|' .. ARGV[1] .. '|' .. user .. '|' .. qtyS .. '|' .. price .. '|' .. rid .. '|' .. nowS
       accepted[#accepted + 1] = oid
-      accepted[#accepted + 1] = user .. '|' .. qtyS .. '|' .. rid .. '|' .. nowS
+      accepted[#accepted + 1] = user .. '|' .. qtyS .. '|' .. rid .. '|' .. nowS .. '|' .. price
     else
       oid = ''
     end

@@ -76,6 +76,40 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]*goose.MigrationResult, error)
 	return res, nil
 }
 
+// ErrSchemaBehind means the ledger's schema is older than this binary's:
+// every query might fail on a missing table or column.
+var ErrSchemaBehind = errors.New("the ledger schema is behind this binary: run `seckill migrate` (or set SECKILL_AUTO_MIGRATE=1)")
+
+// CheckSchema compares the ledger's applied migrations with the ones this
+// binary carries, without changing anything: ErrSchemaBehind (saying both
+// versions) if some are missing.
+func CheckSchema(ctx context.Context, db *sqlx.DB) error {
+	p, err := goose.NewProvider(goose.DialectMySQL, db.DB, schema.Migrations, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("orders: migrations: %w", err)
+	}
+	var want int64
+	for _, src := range p.ListSources() {
+		want = max(want, src.Version)
+	}
+	var tables int
+	const hasTable = `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'goose_db_version'`
+	if err := db.GetContext(ctx, &tables, hasTable); err != nil {
+		return fmt.Errorf("orders: schema version: %w", err)
+	}
+	var have int64
+	if tables > 0 {
+		const applied = `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`
+		if err := db.GetContext(ctx, &have, applied); err != nil {
+			return fmt.Errorf("orders: schema version: %w", err)
+		}
+	}
+	if have < want {
+		return fmt.Errorf("%w (it is at version %d, this binary needs %d)", ErrSchemaBehind, have, want)
+	}
+	return nil
+}
+
 // Store reads and writes the ledger. A Store made by InTx runs every query in
 // that transaction.
 type Store struct {

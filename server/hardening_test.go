@@ -351,3 +351,24 @@ func grep(text string, words ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestDeadLettersShown: the dead-letter count is in /readyz (ready or
+// not) and in a sale's stats for the dashboard.
+func TestDeadLettersShown(t *testing.T) {
+	env := servertest.New(t)
+	srv, err := server.New(env.Config, server.Deps{
+		Redis: env.Redis, Inventory: env.Inventory, Ledger: env.Ledger,
+		Ready:       map[string]func(context.Context) error{"redis": func(ctx context.Context) error { return env.Redis.Ping(ctx).Err() }},
+		DeadLetters: func(context.Context) (int, error) { return 3, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 5})
+	if r := call(t, srv.Handler(), "GET", "/readyz", nil); r.Status != 200 || num(r.Body, "dead_letters") != 3 {
+		t.Errorf("readyz: %v", r)
+	}
+	if r := call(t, srv.Handler(), "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin()); r.Status != 200 || num(r.Body, "dead_letters") != 3 {
+		t.Errorf("stats: %v", r)
+	}
+}

@@ -169,7 +169,10 @@ type saleStats struct {
 	OrdersPaid      int64            `json:"orders_paid"`
 	OrdersCancelled int64            `json:"orders_cancelled"`
 	Outcomes        map[string]int64 `json:"outcomes"`
-	At              time.Time        `json:"at"`
+	// DeadLetters is the size of the dead-letter queue (all sales): orders
+	// the worker gave up on, to look into with seckill deadletters.
+	DeadLetters *int      `json:"dead_letters,omitempty"`
+	At          time.Time `json:"at"`
 }
 
 func (s *Server) saleStats(c *gin.Context) {
@@ -200,6 +203,12 @@ func (s *Server) saleStats(c *gin.Context) {
 		return
 	}
 	v := views[0]
+	var dead *int
+	if s.dead != nil {
+		if n, err := s.dead(ctx); err == nil {
+			dead = &n
+		}
+	}
 	c.JSON(http.StatusOK, saleStats{
 		SaleID: id, Total: v.Total, Sold: v.Sold, Remaining: v.Remaining, Status: v.Status,
 		OrdersPersisted: led.Orders[orders.StatusPending] + led.Orders[orders.StatusPaid] + led.Orders[orders.StatusCancelled],
@@ -207,6 +216,7 @@ func (s *Server) saleStats(c *gin.Context) {
 		OrdersPaid:      led.Orders[orders.StatusPaid],
 		OrdersCancelled: led.Orders[orders.StatusCancelled],
 		Outcomes:        out,
+		DeadLetters:     dead,
 		At:              s.now().UTC(),
 	})
 }

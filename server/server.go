@@ -41,8 +41,11 @@ type Deps struct {
 	Reserver Reserver
 	Ledger   *orders.Store
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
-	Ready    map[string]func(context.Context) error
-	Registry *prometheus.Registry
+	Ready map[string]func(context.Context) error
+	// DeadLetters counts the dead-letter queue, shown on /readyz and the
+	// dashboard; nil when there is no bus to ask.
+	DeadLetters func(context.Context) (int, error)
+	Registry    *prometheus.Registry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -55,6 +58,7 @@ type Server struct {
 	ledger   *orders.Store
 	rdb      redis.UniversalClient
 	ready    map[string]func(context.Context) error
+	dead     func(context.Context) (int, error)
 	registry *prometheus.Registry
 	now      func() time.Time
 
@@ -75,7 +79,7 @@ type Server struct {
 func New(cfg configs.Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, inv: d.Inventory, reserver: d.Reserver, ledger: d.Ledger, rdb: d.Redis,
-		ready: d.Ready, registry: d.Registry, now: d.Now,
+		ready: d.Ready, dead: d.DeadLetters, registry: d.Registry, now: d.Now,
 		limits:   newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
 		logins:   newLimiter(loginsPerSecond, loginBurst),
 		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
@@ -133,7 +137,7 @@ func (s *Server) routes() error {
 	e.RedirectTrailingSlash = false
 
 	e.GET("/healthz", healthz)
-	e.GET("/readyz", readyz(s.ready))
+	e.GET("/readyz", readyz(s.ready, s.dead))
 	// Metrics are for operators: on the ops listener (OpsHandler), and here
 	// only with the admin token.
 	e.GET("/metrics", s.requireAdmin, gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
@@ -259,8 +263,10 @@ func (s *Server) background(ctx context.Context) {
 }
 
 // readyz answers 200 when every check passes, else 503 naming the failing
-// services.
-func readyz(checks map[string]func(context.Context) error) gin.HandlerFunc {
+// services. Both carry the dead-letter count when there is a bus to ask:
+// dead letters do not make a process unready, but an operator should see
+// them.
+func readyz(checks map[string]func(context.Context) error, dead func(context.Context) (int, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
@@ -270,15 +276,22 @@ func readyz(checks map[string]func(context.Context) error) gin.HandlerFunc {
 				failing[name] = err.Error()
 			}
 		}
+		body := gin.H{"status": "ready"}
+		status := http.StatusOK
 		if len(failing) > 0 {
-			c.JSON(http.StatusServiceUnavailable, gin.H{
+			status = http.StatusServiceUnavailable
+			body = gin.H{
 				"status":  "unavailable",
 				"error":   gin.H{"code": "unavailable", "message": "Some backing services do not answer."},
 				"failing": failing,
-			})
-			return
+			}
 		}
-		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+		if dead != nil {
+			if n, err := dead(ctx); err == nil {
+				body["dead_letters"] = n
+			}
+		}
+		c.JSON(status, body)
 	}
 }
 
@@ -292,7 +305,7 @@ func OpsHandler(reg *prometheus.Registry, ready map[string]func(context.Context)
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.GET("/healthz", healthz)
-	e.GET("/readyz", readyz(ready))
+	e.GET("/readyz", readyz(ready, nil))
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	e.GET("/debug/pprof/*name", func(c *gin.Context) {
 		switch c.Param("name") {

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -355,4 +356,93 @@ func TestStockFallsBackToPolling(t *testing.T) {
 	}
 	shopper.waitJS("stock fell by polling", `document.querySelector("#remaining").textContent === "3"`, 10*time.Second)
 	shopper.checkConsole()
+}
+
+// TestHostileNamesRenderAsText: a sale named with markup and right-to-left
+// text shows as text, isolated from what surrounds it, on the shopper
+// pages and in the admin panel; an older row holding a bidi override (the
+// API refuses them now) cannot disguise itself.
+func TestHostileNamesRenderAsText(t *testing.T) {
+	env := servertest.New(t)
+	srv := env.Server(t, nil)
+	site := servertest.HTTP(t, srv.Handler())
+	ctx := context.Background()
+	const (
+		markup = `<img src=x onerror="document.title='pwned'"><b>Bold</b> & "quoted"`
+		rtl    = `סמארטפון <script>document.title='pwned'</script> 🎧`
+	)
+	now := time.Now().UTC().Truncate(time.Second)
+	created, err := srv.CreateSale(ctx, orders.Sale{Name: markup, Item: rtl, PriceCents: 4999, Total: 5,
+		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An older row, written before the API refused direction overrides.
+	legacy, err := env.Ledger.CreateSale(ctx, orders.Sale{Name: "invoice \u202efdp.exe", Item: "old item",
+		PriceCents: 100, Total: 5, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Inventory.Warm(ctx, server.StockOf(legacy, time.Hour), false); err != nil {
+		t.Fatal(err)
+	}
+
+	b := browser(t)
+	dir := artifacts(t)
+	shopper := newTab(t, b, "hostile-shopper", site.URL)
+	shopper.do("sign in",
+		chromedp.Navigate(site.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#name")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "Mallory"),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, created.ID))),
+	)
+	shopper.screenshot(dir, "hostile-names-list.png")
+	shopper.checkText("list", fmt.Sprintf(`[data-sale="%d"] .muted bdi`, created.ID), markup)
+	shopper.checkText("list", fmt.Sprintf(`[data-sale="%d"] .item bdi`, created.ID), rtl)
+	shopper.checkText("list", fmt.Sprintf(`[data-sale="%d"] .muted bdi`, legacy.ID), "invoice \ufffdfdp.exe")
+	shopper.do("sale page", chromedp.Navigate(fmt.Sprintf("%s/#/sales/%d", site.URL, created.ID)),
+		chromedp.WaitVisible(chromedp.CSS("#sale-name")))
+	shopper.checkText("sale page", "#sale-name bdi", markup)
+	shopper.checkText("sale page", "#item bdi", rtl)
+	shopper.screenshot(dir, "hostile-names-sale.png")
+
+	admin := newTab(t, b, "hostile-admin", site.URL)
+	admin.do("log in",
+		chromedp.Navigate(site.URL+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#password"), servertest.AdminPassword),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, created.ID))),
+	)
+	admin.checkText("admin list", fmt.Sprintf(`[data-sale="%d"] strong bdi`, created.ID), markup)
+	admin.do("dashboard", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d", site.URL, created.ID)),
+		chromedp.WaitVisible(chromedp.CSS("#sale-name")))
+	admin.checkText("dashboard", "#sale-name bdi", markup)
+	admin.screenshot(dir, "hostile-names-dashboard.png")
+
+	for _, tb := range []*tab{shopper, admin} {
+		injected, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](
+			`document.title === "pwned" || !!document.querySelector("img[src=x], bdi b, bdi script")`))
+		if err != nil || injected {
+			t.Errorf("%s: markup in a name became part of the page (%v)", tb.name, err)
+		}
+		tb.checkConsole()
+	}
+}
+
+// checkText requires the element's text to be want, shown isolated from
+// its surroundings (bidi isolation).
+func (tb *tab) checkText(where, sel, want string) {
+	tb.t.Helper()
+	if got := tb.text(sel); got != want {
+		tb.t.Errorf("%s: %s shows %q, want %q", where, sel, got, want)
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	bidi, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).unicodeBidi`, sel)))
+	if err != nil || bidi != "isolate" {
+		tb.t.Errorf("%s: %s has unicode-bidi %q (%v), want isolate", where, sel, bidi, err)
+	}
 }

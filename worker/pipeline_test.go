@@ -204,7 +204,8 @@ func (p *pipeline) checkLedger(t *testing.T, sale orders.Sale, accepted []bought
 // reconciler checks Redis against MySQL.
 func (p *pipeline) reconciler() *worker.Reconciler {
 	keep := p.Config.PaymentWindow + p.Config.SaleRetention
-	return worker.NewReconciler(p.Inventory, p.Ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) })
+	return worker.NewReconciler(p.Inventory, p.Ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
+		worker.ReconcilerConfigOf(p.Config, p.broker))
 }
 
 // checkReconciles waits for the pipeline to settle and requires no drift.

@@ -7,23 +7,45 @@ import (
 	"sort"
 	"time"
 
+	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
 
-// Reconciler proves that Redis and the MySQL ledger agree about a sale,
-// and rebuilds Redis from the ledger when they do not (or when Redis lost
-// its data).
+// Reconciler proves that Redis and the ledger agree about a sale, and
+// repairs what does not: it writes orders lost on their way into the
+// ledger, and rebuilds Redis from the ledger when Redis lost its data.
 type Reconciler struct {
 	inv    *inventory.Store
 	ledger *orders.Store
-	// Stock turns a ledger sale into its Redis form (expiry included).
+	// stock turns a ledger sale into its Redis form (expiry included).
 	stock func(orders.Sale) inventory.Sale
+	cfg   ReconcilerConfig
+	now   func() time.Time
+}
+
+// ReconcilerConfig tunes a Reconciler.
+type ReconcilerConfig struct {
+	// Grace is how long an order accepted in Redis may be missing from the
+	// ledger (on its way through the outbox, the queue and the worker)
+	// before it counts as drift.
+	Grace time.Duration
+	// Window is the payment window, for the timeouts of re-driven orders.
+	Window time.Duration
+	// Bus is asked where a missing order is, and carries the payment
+	// timeouts of re-driven orders; nil when there is none to ask.
+	Bus bus.Bus
+}
+
+// ReconcilerConfigOf takes a reconciler's settings from the configuration.
+func ReconcilerConfigOf(c configs.Config, b bus.Bus) ReconcilerConfig {
+	return ReconcilerConfig{Grace: c.ReconcileGrace, Window: c.PaymentWindow, Bus: b}
 }
 
 // NewReconciler returns a Reconciler.
-func NewReconciler(inv *inventory.Store, ledger *orders.Store, stock func(orders.Sale) inventory.Sale) *Reconciler {
-	return &Reconciler{inv: inv, ledger: ledger, stock: stock}
+func NewReconciler(inv *inventory.Store, ledger *orders.Store, stock func(orders.Sale) inventory.Sale, cfg ReconcilerConfig) *Reconciler {
+	return &Reconciler{inv: inv, ledger: ledger, stock: stock, cfg: cfg, now: time.Now}
 }
 
 // Report is the comparison of one sale.
@@ -34,15 +56,28 @@ type Report struct {
 	RedisTotal, RedisAvailable, RedisSold int64
 	// Ledger side: total, units of orders not cancelled, sum of movements.
 	LedgerTotal, LedgerSold, LedgerAvailable int64
-	// InFlight counts orders accepted in Redis and not yet in MySQL, and
-	// their units; Outbox the outbox entries (buy calls that accepted
+	// InFlight counts orders accepted in Redis and not yet in the ledger,
+	// and their units; Outbox the outbox entries (buy calls that accepted
 	// orders) the relay has yet to publish.
 	InFlight, InFlightUnits, Outbox int64
-	// Unreleased counts orders cancelled in MySQL whose units Redis has
-	// not taken back yet.
+	// Missing are the in-flight orders older than the grace period: lost
+	// or stuck on their way, and drift.
+	Missing []Missing
+	// Unreleased counts orders cancelled in the ledger whose units Redis
+	// has not taken back yet.
 	Unreleased int64
 	// Drift lists every disagreement; empty means the sale reconciles.
 	Drift []string
+}
+
+// Missing is an order accepted in Redis that has not reached the ledger
+// within the grace period.
+type Missing struct {
+	Order inventory.AcceptedOrder
+	// Where it is: "outbox" (the relay has not published it), "dead-letter
+	// queue", "queue" (not found in either, while the orders queue holds
+	// messages), "nowhere" (lost), or "unknown" (no bus to ask).
+	Where string
 }
 
 // Settled reports whether nothing is on its way between Redis and MySQL.
@@ -142,6 +177,7 @@ func (rc *Reconciler) Check(ctx context.Context, sale int64) (Report, error) {
 			rep.Unreleased++
 		}
 	}
+	var stale []inventory.AcceptedOrder
 	for id, a := range snap.Accepted {
 		if _, ok := persisted[id]; !ok {
 			rep.InFlight++
@@ -149,6 +185,19 @@ func (rc *Reconciler) Check(ctx context.Context, sale int64) (Report, error) {
 			if snap.Released[id] {
 				drift("order %s: released in redis but not in the ledger", id)
 			}
+			if snap.At.Sub(a.At) > rc.cfg.Grace {
+				stale = append(stale, a)
+			}
+		}
+	}
+	if len(stale) > 0 {
+		sort.Slice(stale, func(i, j int) bool { return stale[i].OrderID < stale[j].OrderID })
+		if rep.Missing, err = rc.locate(ctx, sale, stale); err != nil {
+			return rep, err
+		}
+		for _, m := range rep.Missing {
+			drift("order %s accepted %s ago is not in the ledger; it is in: %s",
+				m.Order.OrderID, snap.At.Sub(m.Order.At).Round(time.Second), m.Where)
 		}
 	}
 	if rep.Settled() && (st.Sold != led.Sold() || st.Available != led.Available()) {
@@ -173,14 +222,120 @@ func (rc *Reconciler) Wait(ctx context.Context, sale int64, d time.Duration) (Re
 	}
 }
 
+// locate says where each missing order is: in the sale's outbox, in the
+// dead-letter queue, or neither.
+func (rc *Reconciler) locate(ctx context.Context, sale int64, missing []inventory.AcceptedOrder) ([]Missing, error) {
+	where := map[string]string{}
+	entries, err := rc.inv.OutboxEntries(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		evs, _ := inventory.ParseOutboxEntry(e.Values)
+		for _, ev := range evs {
+			where[ev.OrderID] = "outbox"
+		}
+	}
+	rest := "unknown (no bus to ask)"
+	if rc.cfg.Bus != nil {
+		dead, err := rc.cfg.Bus.DeadLetters(ctx, maxDeadLetters)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range dead {
+			evs, _ := DecodeEvents(m.Body)
+			for _, ev := range evs {
+				if where[ev.OrderID] == "" {
+					where[ev.OrderID] = "dead-letter queue"
+				}
+			}
+		}
+		n, err := rc.cfg.Bus.Depth(ctx, bus.Orders)
+		if err != nil {
+			return nil, err
+		}
+		rest = "nowhere (not in the outbox or the dead-letter queue, and the orders queue is empty)"
+		if n > 0 {
+			rest = fmt.Sprintf("queue (not in the outbox or the dead-letter queue; the orders queue holds %d messages)", n)
+		}
+	}
+	out := make([]Missing, len(missing))
+	for i, a := range missing {
+		out[i] = Missing{Order: a, Where: where[a.OrderID]}
+		if out[i].Where == "" {
+			out[i].Where = rest
+		}
+	}
+	return out, nil
+}
+
+// maxDeadLetters bounds how many dead letters locate reads.
+const maxDeadLetters = 100_000
+
+// Redrive writes orders accepted in Redis but missing from the ledger into
+// it (idempotently: an order that arrives meanwhile is kept once) and
+// schedules their payment timeouts, so that what a lost message or a
+// dead-lettered one would have written is written. It returns how many
+// orders it wrote.
+func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing) (int, error) {
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	st, err := rc.inv.Stock(ctx, sale)
+	if err != nil {
+		return 0, err
+	}
+	now := rc.now()
+	os := make([]orders.Order, 0, len(missing))
+	var latest time.Time
+	for _, m := range missing {
+		a := m.Order
+		price := a.PriceCents
+		if price < 0 { // an old record without its price: the sale's
+			price = st.PriceCents
+		}
+		ev := orders.Event{OrderID: a.OrderID, SaleID: sale, UserID: a.UserID, Qty: a.Qty, PriceCents: price,
+			RequestID: a.RequestID, At: a.At.UnixMilli()}
+		if err := ev.Validate(); err != nil {
+			return 0, fmt.Errorf("worker: redrive: %w", err)
+		}
+		o := ev.Order(rc.cfg.Window, now)
+		os = append(os, o)
+		if o.ExpiresAt.After(latest) {
+			latest = o.ExpiresAt
+		}
+	}
+	if err := rc.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+		return 0, err
+	}
+	if rc.cfg.Bus != nil {
+		// One message for all of them, when the last window ends: none is
+		// cancelled early, and RabbitMQ needs no delay queue per order.
+		if err := ScheduleTimeouts(ctx, rc.cfg.Bus, os, latest.Sub(now)); err != nil {
+			return len(os), err
+		}
+	}
+	return len(os), nil
+}
+
 // ErrInFlight means a repair was refused because orders accepted in Redis
 // have not reached the ledger yet; rebuilding now would forget them.
 var ErrInFlight = errors.New("worker: orders still in flight")
 
-// Repair rebuilds a sale's Redis state from the ledger. A sale still in
-// Redis is paused first and must drain (wait up to d for the relay and
-// worker) before it is rebuilt; its merchant status is restored after.
+// Repair brings a sale back to agreement. Orders missing from the ledger
+// beyond the grace period are written to it first (Redrive), so a repair
+// never waits on what it is there to fix. Then a sale still in Redis is
+// paused, must drain its young orders in flight (within d) and is rebuilt
+// from the ledger, its merchant status restored; a sale Redis lost is
+// rebuilt at once.
 func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) error {
+	rep, err := rc.Check(ctx, sale)
+	if err != nil {
+		return err
+	}
+	if _, err := rc.Redrive(ctx, sale, rep.Missing); err != nil {
+		return err
+	}
 	snap, err := rc.inv.Snapshot(ctx, sale)
 	if err != nil {
 		return err
@@ -212,7 +367,8 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 	accepted := make([]inventory.AcceptedOrder, len(os))
 	cancelled := map[string]bool{}
 	for i, o := range os {
-		accepted[i] = inventory.AcceptedOrder{OrderID: o.ID, SaleID: sale, UserID: o.UserID, Qty: o.Qty, RequestID: o.RequestID, At: o.CreatedAt}
+		accepted[i] = inventory.AcceptedOrder{OrderID: o.ID, SaleID: sale, UserID: o.UserID, Qty: o.Qty,
+			RequestID: o.RequestID, At: o.CreatedAt, PriceCents: o.UnitPriceCents}
 		if o.Status == orders.StatusCancelled {
 			cancelled[o.ID] = true
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/worker"
 )
 
 func TestPipelineHappyPath(t *testing.T) {
@@ -476,5 +477,164 @@ func testReconcile(t *testing.T, p *pipeline) {
 		t.Errorf("retry of an old request after repair: %d %s, want 200 %s", status, id, firstOrder)
 	}
 	p.waitPersisted(t, sale.ID, len(accepted)+1, 20*time.Second)
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestWorkerCrashLoop: a worker killed with SIGKILL while its batch waits
+// inside a MySQL transaction, five times over (a crash loop), loses
+// nothing and dead-letters nothing: every order answered 200 reaches the
+// ledger once the crashes stop.
+func TestWorkerCrashLoop(t *testing.T) {
+	t.Parallel()
+	bin := seckillBinary(t)
+	p := newPipeline(t, "SECKILL_WORKER_BATCH=200")
+	ctx := context.Background()
+	run(t, p.relay(p.broker).Run)
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 3000, Limit: 2, PriceCents: 100})
+	accepted := p.buy(t, sale, 1000, 64, "crash")
+	if len(accepted) != 1000 {
+		t.Fatalf("%d of 1000 buys accepted", len(accepted))
+	}
+	servertest.WaitFor(t, 30*time.Second, "the relay to publish every order", func() (bool, string) {
+		n := p.Redis.XLen(ctx, p.Keys.Outbox(sale.ID)).Val()
+		return n == 0, fmt.Sprint(n, " entries in the outbox")
+	})
+
+	// Hold the sale's row: the worker's INSERTs, whose foreign key check
+	// reads it, wait inside their transaction until this one ends.
+	lock, err := p.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Rollback() })
+	if _, err := lock.Exec("SELECT id FROM sales WHERE id = ? FOR UPDATE", sale.ID); err != nil {
+		t.Fatal(err)
+	}
+	var db string
+	if err := p.DB.Get(&db, "SELECT DATABASE()"); err != nil {
+		t.Fatal(err)
+	}
+	waiting := map[int64]bool{}
+	for i := range 5 {
+		w := startWorker(t, bin, p)
+		// An INSERT of this worker's (a connection not seen before: a killed
+		// worker's query lingers on the server until the lock is released).
+		servertest.WaitFor(t, 30*time.Second, "the worker to wait inside its transaction", func() (bool, string) {
+			var ids []int64
+			err := p.DB.Select(&ids, `SELECT ID FROM information_schema.PROCESSLIST
+				WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE 'INSERT INTO orders%'`, db)
+			fresh := false
+			for _, id := range ids {
+				fresh = fresh || !waiting[id]
+				waiting[id] = true
+			}
+			return err == nil && fresh, fmt.Sprint(len(ids), " inserts waiting ", err)
+		})
+		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Wait()
+		t.Logf("crash %d: killed the worker mid-transaction", i+1)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, bin, p)
+	p.waitPersisted(t, sale.ID, len(accepted), 60*time.Second)
+	p.checkLedger(t, sale, accepted)
+	if n, err := p.broker.Depth(ctx, bus.Dead); err != nil || n != 0 {
+		t.Errorf("%d messages dead-lettered by the crash loop (%v)", n, err)
+	}
+	p.checkReconciles(t, sale.ID)
+}
+
+// TestReconcileFindsLostOrders: orders accepted in Redis that never reach
+// the ledger (an outbox entry lost, a message dead-lettered, an outbox
+// nobody relays) are drift once the grace period has passed, each named
+// with where it is; --repair writes them into the ledger instead of
+// waiting for them, and the ledger keeps each once when the stragglers
+// arrive after all.
+func TestReconcileFindsLostOrders(t *testing.T) {
+	eachBus(t, []string{"SECKILL_RECONCILE_GRACE=1s"}, testReconcileFindsLostOrders)
+}
+
+func testReconcileFindsLostOrders(t *testing.T, p *pipeline) {
+	ctx := context.Background()
+	rc := p.reconciler()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 100, Limit: 2, PriceCents: 250})
+	stream := p.Keys.Outbox(sale.ID)
+	// takeOutbox removes the outbox entries so far and returns their events.
+	takeOutbox := func() []orders.Event {
+		entries, err := p.Redis.XRange(ctx, stream, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evs []orders.Event
+		for _, e := range entries {
+			es, err := inventory.ParseOutboxEntry(e.Values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, es...)
+			p.Redis.XDel(ctx, stream, e.ID)
+		}
+		return evs
+	}
+	lost := p.buy(t, sale, 5, 5, "lost")
+	takeOutbox()
+	dead := p.buy(t, sale, 5, 5, "dead")
+	body, _ := json.Marshal(takeOutbox())
+	mustPublish(t, p, body)
+	sub, err := p.broker.Subscribe(ctx, bus.Orders, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-sub.Deliveries():
+		if err := d.DeadLetter("given up by the test"); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dead letter-to-be never arrived")
+	}
+	sub.Close()
+	waiting := p.buy(t, sale, 5, 5, "waiting")
+
+	want := map[string]string{}
+	for group, bs := range map[string][]bought{"nowhere": lost, "dead-letter queue": dead, "outbox": waiting} {
+		for _, b := range bs {
+			want[b.OrderID] = group
+		}
+	}
+	var rep worker.Report
+	servertest.WaitFor(t, 20*time.Second, "15 orders reported missing", func() (bool, string) {
+		rep, err = rc.Check(ctx, sale.ID)
+		return err == nil && len(rep.Missing) == 15, fmt.Sprintf("%d missing, %v", len(rep.Missing), err)
+	})
+	for _, m := range rep.Missing {
+		if !strings.HasPrefix(m.Where, want[m.Order.OrderID]) {
+			t.Errorf("order %s is in %q, reported in %q", m.Order.OrderID, want[m.Order.OrderID], m.Where)
+		}
+	}
+	if len(rep.Drift) < 15 {
+		t.Errorf("missing orders not reported as drift: %v", rep.Drift)
+	}
+	t.Logf("drift: %s", rep.Drift[0])
+
+	p.startAll(t)
+	if err := rc.Repair(ctx, sale.ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	accepted := append(append(lost, dead...), waiting...)
+	p.checkLedger(t, sale, accepted)
+	// The dead letter sent again changes nothing.
+	if n, err := p.broker.Replay(ctx, func(bus.Message) bool { return true }); err != nil || n != 1 {
+		t.Fatalf("replay: %d, %v", n, err)
+	}
+	servertest.WaitFor(t, 20*time.Second, "the replayed message consumed", func() (bool, string) {
+		n, err := p.broker.Depth(ctx, bus.Orders)
+		return err == nil && n == 0, fmt.Sprint(n, err)
+	})
+	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
 }

@@ -24,6 +24,7 @@ commands:
   migrate    create or upgrade the MySQL schema, then exit
   loadtest   hammer a running server's buy endpoint and audit the result
   reconcile  compare Redis with the MySQL ledger; non-zero exit on drift
+  deadletters list|replay  show the dead-letter queue, or send its well-formed messages back
   bench      the benchmark suite behind make bench
 
 Configuration comes from configs/seckill.yaml, overridden by SECKILL_* variables.
@@ -54,13 +55,14 @@ func main() {
 // is cancelled (SIGINT, SIGTERM).
 func run(ctx context.Context, cmd string, args []string) error {
 	commands := map[string]func(context.Context, configs.Config, []string) error{
-		"all":       runAll,
-		"serve":     runServe,
-		"worker":    runWorker,
-		"migrate":   runMigrate,
-		"loadtest":  runLoadtest,
-		"reconcile": runReconcile,
-		"bench":     runBench,
+		"all":         runAll,
+		"serve":       runServe,
+		"worker":      runWorker,
+		"migrate":     runMigrate,
+		"loadtest":    runLoadtest,
+		"reconcile":   runReconcile,
+		"deadletters": runDeadLetters,
+		"bench":       runBench,
 	}
 	fn, ok := commands[cmd]
 	if !ok {

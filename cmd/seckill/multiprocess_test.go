@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -20,10 +18,7 @@ import (
 // hammered together, with the same users on both: no oversell, no user
 // above the per-user cap, and every 200 is a real, distinct order.
 func TestTwoServeProcesses(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "seckill")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := seckill(t)
 	env := servertest.New(t)
 	sale := servertest.MustSale(t, env.Server(t, nil), servertest.SaleSpec{Total: 500, Limit: 2})
 	var urls []string

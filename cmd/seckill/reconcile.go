@@ -23,7 +23,7 @@ var errDrift = errors.New("redis and the ledger disagree")
 func runReconcile(ctx context.Context, cfg configs.Config, args []string) error {
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 	sale := fs.Int64("sale", 0, "reconcile this sale only (default: every sale whose Redis keys should exist)")
-	repair := fs.Bool("repair", false, "rebuild Redis from the MySQL ledger (pauses a live sale while it drains)")
+	repair := fs.Bool("repair", false, "write orders missing from the ledger beyond reconcile_grace into it, then rebuild Redis from the ledger (pauses a live sale while it drains)")
 	wait := fs.Duration("wait", 0, "wait up to this long for orders in flight to reach the ledger")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: seckill reconcile [--sale N] [--repair] [--wait D]")
@@ -38,7 +38,8 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 	}
 	defer sys.close()
 	keep := cfg.PaymentWindow + cfg.SaleRetention
-	rc := worker.NewReconciler(sys.inv, sys.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) })
+	rc := worker.NewReconciler(sys.inv, sys.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
+		worker.ReconcilerConfigOf(cfg, sys.bus))
 	ids := []int64{*sale}
 	if *sale == 0 {
 		if ids, err = sys.ledger.SaleIDs(ctx, time.Now().Add(-keep)); err != nil {
@@ -65,7 +66,7 @@ func reconcile(ctx context.Context, out io.Writer, rc *worker.Reconciler, ids []
 		reports = append(reports, rep)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sale\tredis total\tavailable\tsold\tledger total\tavailable\tsold\tin flight\tunreleased\toutbox\tverdict\t")
+	fmt.Fprintln(tw, "sale\tredis total\tavailable\tsold\tledger total\tavailable\tsold\tin flight\tmissing\tunreleased\toutbox\tverdict\t")
 	drifted := 0
 	for _, r := range reports {
 		verdict := "ok"
@@ -73,8 +74,8 @@ func reconcile(ctx context.Context, out io.Writer, rc *worker.Reconciler, ids []
 			verdict = "DRIFT"
 			drifted++
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.SaleID, r.RedisTotal, r.RedisAvailable, r.RedisSold,
-			r.LedgerTotal, r.LedgerAvailable, r.LedgerSold, r.InFlight, r.Unreleased, r.Outbox, verdict)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.SaleID, r.RedisTotal, r.RedisAvailable, r.RedisSold,
+			r.LedgerTotal, r.LedgerAvailable, r.LedgerSold, r.InFlight, len(r.Missing), r.Unreleased, r.Outbox, verdict)
 	}
 	tw.Flush()
 	for _, r := range reports {

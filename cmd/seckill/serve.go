@@ -9,25 +9,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/worker"
 )
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: all takes no arguments", errUsage)
-	}
-	if err := migrate(ctx, cfg); err != nil {
-		return err
 	}
 	return serve(ctx, cfg, true)
 }
@@ -52,75 +40,7 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 		return err
 	}
 	defer db.Close()
-	res, err := orders.Migrate(ctx, db)
-	for _, r := range res {
-		slog.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
-	}
-	if err != nil {
-		return err
-	}
-	slog.Info("schema up to date")
-	return nil
-}
-
-// system holds the connections and shared parts a command runs on.
-type system struct {
-	cfg      configs.Config
-	rdb      *redis.Client
-	db       *sqlx.DB
-	inv      *inventory.Store
-	ledger   *orders.Store
-	bus      *rabbitmq.Bus
-	registry *prometheus.Registry
-	metrics  *worker.Metrics
-}
-
-// open connects to Redis and MySQL and prepares the broker (which connects
-// on first use and reconnects by itself).
-func open(ctx context.Context, cfg configs.Config) (*system, error) {
-	rdb, err := openRedis(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	db, err := openMySQL(ctx, cfg)
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &system{
-		cfg: cfg, rdb: rdb, db: db, registry: registry,
-		inv:     inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix)),
-		ledger:  orders.NewStore(db),
-		bus:     rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType),
-		metrics: worker.NewMetrics(registry),
-	}, nil
-}
-
-func (s *system) close() {
-	if err := s.bus.Close(); err != nil {
-		slog.Warn("closing rabbitmq connection", "err", err)
-	}
-	s.db.Close()
-	s.rdb.Close()
-}
-
-// ready are the readiness checks of the services.
-func (s *system) ready() map[string]func(context.Context) error {
-	return map[string]func(context.Context) error{
-		"redis":    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
-		"mysql":    s.db.PingContext,
-		"rabbitmq": s.bus.Ping,
-	}
-}
-
-func (s *system) relay() *worker.Relay {
-	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.bus, s.metrics, worker.RelayConfigOf(s.cfg))
-}
-
-func (s *system) worker() *worker.Worker {
-	return worker.New(s.bus, s.ledger, s.inv, s.metrics, worker.ConfigOf(s.cfg))
+	return applyMigrations(ctx, db)
 }
 
 // serve runs the HTTP server and the outbox relay (and, for `all`, the
@@ -138,13 +58,18 @@ func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
 		return err
 	}
 	defer sys.close()
+	// `all` is the whole system in one process: it migrates first.
+	if err := sys.prepare(ctx, withWorker); err != nil {
+		return err
+	}
 
 	srv, err := server.New(cfg, server.Deps{
-		Redis:     sys.rdb,
-		Inventory: sys.inv,
-		Ledger:    sys.ledger,
-		Registry:  sys.registry,
-		Ready:     sys.ready(),
+		Redis:       sys.rdb,
+		Inventory:   sys.inv,
+		Ledger:      sys.ledger,
+		Registry:    sys.registry,
+		Ready:       sys.ready(),
+		DeadLetters: sys.deadLetters,
 	})
 	if err != nil {
 		return err
@@ -203,6 +128,9 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 		return err
 	}
 	defer sys.close()
+	if err := sys.prepare(ctx, false); err != nil {
+		return err
+	}
 	if cfg.WorkerMetricsAddr != "" {
 		stop, err := serveOps(ctx, cfg.WorkerMetricsAddr, "SECKILL_WORKER_METRICS_ADDR", sys)
 		if err != nil {
@@ -210,6 +138,7 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 		}
 		defer stop()
 	}
+	slog.Info("worker started")
 	return sys.worker().Run(ctx)
 }
 
@@ -228,29 +157,4 @@ func serveOps(ctx context.Context, addr, setting string, sys *system) (stop func
 		defer cancel()
 		srv.Shutdown(sctx)
 	}, nil
-}
-
-// openRedis connects to Redis and checks that it answers.
-func openRedis(ctx context.Context, cfg configs.Config) (*redis.Client, error) {
-	rdb := redis.NewClient(&redis.Options{
-		Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: cfg.RedisPoolSize,
-	})
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redis at %s (SECKILL_REDIS_ADDR) does not answer: %w", cfg.RedisAddr, err)
-	}
-	return rdb, nil
-}
-
-// openMySQL connects to MySQL, creating the database if it is missing.
-func openMySQL(ctx context.Context, cfg configs.Config) (*sqlx.DB, error) {
-	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	db, err := orders.Open(octx, cfg.MySQLDSN)
-	if err != nil {
-		return nil, fmt.Errorf("mysql (SECKILL_MYSQL_DSN): %w", err)
-	}
-	return db, nil
 }

@@ -1,7 +1,7 @@
 // The merchant admin panel: login, sales list, create/edit form, restock,
 // pause/resume/end, live dashboard. Hash routes: #/, #/new, #/sales/{id},
 // #/sales/{id}/edit.
-import { $, el, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
+import { $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
 
 const pg = page($("#app"));
 
@@ -102,7 +102,7 @@ async function salesView() {
   const sales = list.sales;
   const rows = sales.map((s) => el("tr", { "data-sale": s.id },
     el("td", {}, s.id),
-    el("td", {}, el("a", { href: `#/sales/${s.id}` }, el("strong", {}, s.name)), el("div", { class: "muted" }, s.item)),
+    el("td", {}, el("a", { href: `#/sales/${s.id}` }, el("strong", {}, userText(s.name))), el("div", { class: "muted" }, userText(s.item))),
     el("td", {}, el("span", { class: `badge ${s.status}` }, statusLabel[s.status])),
     el("td", {}, `${s.sold} / ${s.total}`),
     el("td", { class: "hide-narrow" }, money(s.price_cents)),
@@ -262,6 +262,8 @@ async function dashboardView(id) {
   const when = el("span", { class: "muted", id: "when" });
   const canvas = el("canvas", { class: "chart", id: "chart" });
   const ctl = el("div", {});
+  // Shown only while the dead-letter queue holds messages.
+  const dead = el("p", { class: "result warn", id: "dead-letters", hidden: true });
   const points = [];
   let prev = null;
   let stats = null;
@@ -273,6 +275,9 @@ async function dashboardView(id) {
     badge.className = `badge ${stats.status}`;
     badge.textContent = statusLabel[stats.status] || stats.status;
     for (const [k, cell] of Object.entries(cells)) cell.textContent = stats[k];
+    dead.hidden = !(stats.dead_letters > 0);
+    dead.textContent = `${stats.dead_letters} message${stats.dead_letters === 1 ? "" : "s"} in the dead-letter queue ` +
+      "(all sales): orders the worker could not write. See them with `seckill deadletters list`.";
     const now = serverNow();
     when.textContent = now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
       : now < Date.parse(sale.ends_at) ? `ends in ${duration(Date.parse(sale.ends_at) - now)}` : `ended ${localTime(sale.ends_at)}`;
@@ -309,10 +314,11 @@ async function dashboardView(id) {
 
   v.show(
     el("div", { class: "row", style: "justify-content:space-between" },
-      el("div", {}, el("h1", { style: "margin-bottom:.2rem" }, `${sale.name}`),
-        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, `${sale.item} · ${money(sale.price_cents)} · limit ${sale.per_user_limit}`))),
+      el("div", {}, el("h1", { style: "margin-bottom:.2rem", id: "sale-name" }, userText(sale.name)),
+        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item), ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}`))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
         el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
+    dead,
     el("h2", {}, "Stock and orders"),
     el("div", { class: "stats" }, stat("sold", "Sold"), stat("remaining", "Remaining"), stat("orders_persisted", "Orders persisted"),
       stat("orders_pending", "Awaiting payment"), stat("orders_paid", "Paid"), stat("orders_cancelled", "Cancelled")),

@@ -3,6 +3,15 @@
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
+// userText shows a name someone typed (a sale, an item, a shopper) as
+// text, isolated from the text around it (bdi), with any invisible
+// direction-control character shown as U+FFFD: the API refuses them, but
+// older data may hold one, and "invoice \u202Efdp.exe" would pass for
+// "invoice exe.pdf".
+export function userText(s) {
+  return el("bdi", {}, String(s).replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "\ufffd"));
+}
+
 // el builds an element: el("div", {class: "x", onclick: f}, child, "text").
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);

@@ -1,7 +1,7 @@
 // The shopper page: sign in, sale list, sale page with live stock and the
 // buy button, my orders. Hash routes: #/, #/sales/{id}, #/orders.
 import {
-  $, el, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
+  $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow,
 } from "./common.js";
 
@@ -12,7 +12,7 @@ function renderWho() {
   const who = $("#who");
   if (!me) return who.replaceChildren();
   who.replaceChildren(
-    el("span", { class: "hide-narrow" }, "Signed in as "), el("strong", { id: "who-name" }, me.name),
+    el("span", { class: "hide-narrow" }, "Signed in as "), el("strong", { id: "who-name" }, userText(me.name)),
     el("button", { class: "ghost small", onclick: signOut }, "Sign out"),
   );
 }
@@ -72,8 +72,8 @@ async function salesView() {
     const left = el("span");
     const card = el("a", { class: "card sale-card", href: `#/sales/${s.id}`, "data-sale": s.id },
       el("div", { class: "row" }, badge, when),
-      el("div", { class: "item" }, s.item),
-      el("div", { class: "muted" }, s.name),
+      el("div", { class: "item" }, userText(s.item)),
+      el("div", { class: "muted" }, userText(s.name)),
       el("div", { class: "price" }, money(s.price_cents)),
       el("div", { class: "bar" }, fill),
       el("div", { class: "stock-line" }, left, el("span", {}, `of ${s.total}`)));
@@ -238,8 +238,8 @@ async function saleView(id) {
   v.show(el("div", { class: "sale-page" },
     el("section", { class: "card hero" },
       el("div", { class: "row" }, badge, mode),
-      el("div", { class: "item", id: "item" }, sale.item),
-      el("div", {}, sale.name),
+      el("div", { class: "item", id: "item" }, userText(sale.item)),
+      el("div", { id: "sale-name" }, userText(sale.name)),
       el("div", { class: "price" }, money(sale.price_cents))),
     el("section", { class: "card buy-box" },
       el("div", {}, countdownLabel, countdown),

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/worker"
+)
+
+func runDeadLetters(ctx context.Context, cfg configs.Config, args []string) error {
+	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
+	limit := fs.Int("max", 1000, "list at most this many")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: seckill deadletters list [--max N]
+       seckill deadletters replay
+
+list shows the dead-letter queue: each message's id, the queue it came
+from, the orders it carries and why the worker gave it up. replay moves
+the well-formed ones (order events and payment timeouts that decode and
+validate) back to their queues, to be processed again (the ledger keeps
+each order once); malformed ones stay.`)
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: deadletters needs list or replay", errUsage)
+	}
+	verb := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	sys, err := open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sys.close()
+	switch verb {
+	case "list":
+		return listDeadLetters(ctx, os.Stdout, sys.bus, *limit)
+	case "replay":
+		n, err := sys.bus.Replay(ctx, replayable)
+		fmt.Printf("replayed %d dead letters\n", n)
+		if err != nil {
+			return err
+		}
+		return listDeadLetters(ctx, os.Stdout, sys.bus, *limit)
+	}
+	return fmt.Errorf("%w: deadletters %q: want list or replay", errUsage, verb)
+}
+
+// replayable accepts the dead letters that would be processed if sent
+// again: well-formed order events and payment timeouts.
+func replayable(m bus.Message) bool {
+	switch m.Headers[bus.HeaderQueue] {
+	case bus.Orders:
+		_, err := worker.DecodeEvents(m.Body)
+		return err == nil
+	case bus.Timeouts:
+		_, err := worker.DecodeTimeout(m.Body)
+		return err == nil
+	}
+	return false
+}
+
+func listDeadLetters(ctx context.Context, out io.Writer, b bus.Bus, limit int) error {
+	dead, err := b.DeadLetters(ctx, limit)
+	if err != nil {
+		return err
+	}
+	if len(dead) == 0 {
+		fmt.Fprintln(out, "the dead-letter queue is empty")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "message\tqueue\torders\treplayable\treason")
+	for _, m := range dead {
+		orders := "-"
+		if evs, err := worker.DecodeEvents(m.Body); err == nil {
+			orders = fmt.Sprintf("%d (sale %d, first %s)", len(evs), evs[0].SaleID, evs[0].OrderID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.Headers[bus.HeaderQueue], orders, replayable(m), m.Headers[bus.HeaderReason])
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "%d dead letters listed\n", len(dead))
+	return nil
+}
