@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -103,19 +102,7 @@ func (f *FastPath) forget(sale int64) {
 // Run listens for stock-changed messages until ctx ends, resubscribing
 // after a connection loss (marks expire meanwhile).
 func (f *FastPath) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		sub := f.store.rdb.Subscribe(ctx, f.store.keys.StockChanged())
-		if _, err := sub.Receive(ctx); err != nil {
-			sub.Close()
-			if ctx.Err() == nil {
-				slog.Warn("inventory: subscribing to stock changes failed; retrying", "err", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-			continue
-		}
+	Follow(ctx, f.store.rdb, f.store.keys.StockChanged(), func(context.Context) error {
 		// Anything may have changed while nobody listened.
 		f.mu.Lock()
 		for sale := range f.marks {
@@ -123,21 +110,10 @@ func (f *FastPath) Run(ctx context.Context) {
 			f.gens[sale]++
 		}
 		f.mu.Unlock()
-		ch := sub.Channel()
-	listen:
-		for {
-			select {
-			case <-ctx.Done():
-				break listen
-			case msg, ok := <-ch:
-				if !ok {
-					break listen
-				}
-				if sale, err := strconv.ParseInt(msg.Payload, 10, 64); err == nil {
-					f.forget(sale)
-				}
-			}
+		return nil
+	}, func(payload string) {
+		if sale, err := strconv.ParseInt(payload, 10, 64); err == nil {
+			f.forget(sale)
 		}
-		sub.Close()
-	}
+	})
 }

@@ -98,51 +98,25 @@ func (so *signOuts) load(ctx context.Context, now time.Time) error {
 
 // run applies other processes' sign-outs until ctx ends.
 func (so *signOuts) run(ctx context.Context, now func() time.Time) {
-	resync := time.NewTicker(signOutResync)
-	defer resync.Stop()
-	for ctx.Err() == nil {
-		sub := so.rdb.Subscribe(ctx, so.keys.SignedOut())
-		_, err := sub.Receive(ctx)
-		if err == nil {
-			err = so.load(ctx, now())
-		}
-		if err != nil {
-			sub.Close()
-			if ctx.Err() == nil {
-				slog.Warn("server: following sign-outs failed; retrying", "err", err)
-				sleepCtx(ctx, time.Second)
-			}
-			continue
-		}
-		ch := sub.Channel()
-	listen:
+	go func() {
+		tick := time.NewTicker(signOutResync)
+		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
-				break listen
-			case <-resync.C:
+				return
+			case <-tick.C:
 				if err := so.load(ctx, now()); err != nil && ctx.Err() == nil {
 					slog.Warn("server: reading sign-outs failed", "err", err)
 				}
-			case msg, ok := <-ch:
-				if !ok {
-					break listen
-				}
-				user, epoch, _ := strings.Cut(msg.Payload, "|")
-				if n, err := strconv.ParseInt(epoch, 10, 64); err == nil {
-					so.note(user, n)
-				}
 			}
 		}
-		sub.Close()
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	}()
+	inventory.Follow(ctx, so.rdb, so.keys.SignedOut(), func(ctx context.Context) error { return so.load(ctx, now()) },
+		func(payload string) {
+			user, epoch, _ := strings.Cut(payload, "|")
+			if n, err := strconv.ParseInt(epoch, 10, 64); err == nil {
+				so.note(user, n)
+			}
+		})
 }

@@ -102,6 +102,31 @@ func newTab(t *testing.T, b context.Context, name, base string) *tab {
 	return tb
 }
 
+// logIn opens the admin panel and logs in, until shown is visible.
+func (tb *tab) logIn(shown string) {
+	tb.t.Helper()
+	tb.do("log in",
+		chromedp.Navigate(tb.base+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#password"), servertest.AdminPassword),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS(shown)),
+	)
+}
+
+// signIn opens the shopper page and signs in as name, until shown is
+// visible.
+func (tb *tab) signIn(name, shown string) {
+	tb.t.Helper()
+	tb.do("sign in",
+		chromedp.Navigate(tb.base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#name")),
+		chromedp.SendKeys(chromedp.CSS("#name"), name),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(shown)),
+	)
+}
+
 func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, time.Minute)
@@ -208,12 +233,8 @@ func TestFlashSaleInBrowser(t *testing.T) {
 
 	// The merchant logs in and creates a sale opening in 8 seconds.
 	admin := newTab(t, b, "admin", site.URL)
-	admin.do("log in",
-		chromedp.Navigate(site.URL+"/admin"),
-		chromedp.WaitVisible(chromedp.CSS("#password")),
-		chromedp.SendKeys(chromedp.CSS("#password"), servertest.AdminPassword),
-		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS("#new-sale")),
+	admin.logIn("#new-sale")
+	admin.do("new sale",
 		chromedp.Click(chromedp.CSS("#new-sale")),
 		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
 		chromedp.SendKeys(chromedp.CSS("#f-name"), "Midnight drop"),
@@ -248,13 +269,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	// Two shoppers sign in; the first sees the sale listed with its countdown.
 	alice, bob := newTab(t, b, "alice", site.URL), newTab(t, b, "bob", site.URL)
 	for _, s := range []*tab{alice, bob} {
-		s.do("sign in",
-			chromedp.Navigate(site.URL+"/"),
-			chromedp.WaitVisible(chromedp.CSS("#name")),
-			chromedp.SendKeys(chromedp.CSS("#name"), s.name),
-			chromedp.Click(chromedp.CSS("#signin")),
-			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, saleID))),
-		)
+		s.signIn(s.name, fmt.Sprintf(`[data-sale="%d"]`, saleID))
 	}
 	alice.screenshot(dir, "shopper-sales.png")
 	for _, s := range []*tab{alice, bob} {
@@ -390,13 +405,7 @@ func TestHostileNamesRenderAsText(t *testing.T) {
 	b := browser(t)
 	dir := artifacts(t)
 	shopper := newTab(t, b, "hostile-shopper", site.URL)
-	shopper.do("sign in",
-		chromedp.Navigate(site.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#name")),
-		chromedp.SendKeys(chromedp.CSS("#name"), "Mallory"),
-		chromedp.Click(chromedp.CSS("#signin")),
-		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, created.ID))),
-	)
+	shopper.signIn("Mallory", fmt.Sprintf(`[data-sale="%d"]`, created.ID))
 	shopper.screenshot(dir, "hostile-names-list.png")
 	shopper.checkText("list", fmt.Sprintf(`[data-sale="%d"] .muted bdi`, created.ID), markup)
 	shopper.checkText("list", fmt.Sprintf(`[data-sale="%d"] .item bdi`, created.ID), rtl)
@@ -408,13 +417,7 @@ func TestHostileNamesRenderAsText(t *testing.T) {
 	shopper.screenshot(dir, "hostile-names-sale.png")
 
 	admin := newTab(t, b, "hostile-admin", site.URL)
-	admin.do("log in",
-		chromedp.Navigate(site.URL+"/admin"),
-		chromedp.WaitVisible(chromedp.CSS("#password")),
-		chromedp.SendKeys(chromedp.CSS("#password"), servertest.AdminPassword),
-		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`[data-sale="%d"]`, created.ID))),
-	)
+	admin.logIn(fmt.Sprintf(`[data-sale="%d"]`, created.ID))
 	admin.checkText("admin list", fmt.Sprintf(`[data-sale="%d"] strong bdi`, created.ID), markup)
 	admin.do("dashboard", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d", site.URL, created.ID)),
 		chromedp.WaitVisible(chromedp.CSS("#sale-name")))

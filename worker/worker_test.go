@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,7 +112,7 @@ func TestMySQLOutage(t *testing.T) {
 // with SIGKILL while it is writing, and starts another.
 func TestWorkerKilledMidBatch(t *testing.T) {
 	t.Parallel()
-	bin := seckillBinary(t)
+	bin := servertest.Binary(t)
 	p := newPipeline(t, "SECKILL_WORKER_BATCH=200")
 	run(t, p.relay(p.broker).Run)
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 9000, Limit: 2, PriceCents: 100})
@@ -138,33 +137,6 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	p.waitPersisted(t, sale.ID, len(accepted), 60*time.Second)
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// seckillBinary builds cmd/seckill once per test run.
-func seckillBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "seckill")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/seckill").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
 }
 
 // startWorker runs `seckill worker` on the pipeline's config.
@@ -486,7 +458,7 @@ func testReconcile(t *testing.T, p *pipeline) {
 // ledger once the crashes stop.
 func TestWorkerCrashLoop(t *testing.T) {
 	t.Parallel()
-	bin := seckillBinary(t)
+	bin := servertest.Binary(t)
 	p := newPipeline(t, "SECKILL_WORKER_BATCH=200")
 	ctx := context.Background()
 	run(t, p.relay(p.broker).Run)

@@ -18,7 +18,7 @@ import (
 // hammered together, with the same users on both: no oversell, no user
 // above the per-user cap, and every 200 is a real, distinct order.
 func TestTwoServeProcesses(t *testing.T) {
-	bin := seckill(t)
+	bin := servertest.Binary(t)
 	env := servertest.New(t)
 	sale := servertest.MustSale(t, env.Server(t, nil), servertest.SaleSpec{Total: 500, Limit: 2})
 	var urls []string

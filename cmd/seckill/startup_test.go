@@ -4,9 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,38 +14,13 @@ import (
 	"github.com/seckill/seckill/server/servertest"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildOut  []byte
-)
-
-// seckill builds the binary once per test run.
-func seckill(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "seckill")
-		buildOut, buildErr = exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
-	}
-	return binPath
-}
-
 // startup runs a seckill command for up to 15 s and returns what it
 // printed and whether it was still running (then it is stopped).
 func startup(t *testing.T, env []string, args ...string) (out string, running bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, seckill(t), args...)
+	cmd := exec.CommandContext(ctx, servertest.Binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var buf strings.Builder
 	cmd.Stdout, cmd.Stderr = &buf, &buf

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +325,32 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, stri
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds the seckill command once per test binary and returns its
+// path, for tests that run it as a child process.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "seckill")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/seckill/seckill/cmd/seckill").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
 }
