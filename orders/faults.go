@@ -6,17 +6,31 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Transient reports whether a ledger error may pass if the operation is
 // tried again: the database is unreachable or going away, a lock wait
-// timed out, a deadlock was broken, the connection pool is full, or the
-// schema is not there yet (an operator runs migrate). Retrying is safe:
-// every write of the ledger is idempotent or transactional.
+// timed out (SQLite: busy), a deadlock was broken, the connection pool or
+// the disk is full, or the schema is not there yet (an operator runs
+// migrate). Retrying is safe: every write of the ledger is idempotent or
+// transactional.
 func Transient(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			return true
+		case sqlite3.SQLITE_ERROR:
+			return strings.Contains(se.Error(), "no such table")
+		}
+		return false
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
@@ -40,10 +54,19 @@ func Transient(err error) bool {
 
 // Refused reports whether the ledger refused the data itself, for a reason
 // that trying again will not heal: a row of an unknown sale (foreign key),
-// a value too long or out of range, a failed check constraint. Anything
+// a value too long or out of range, a failed check constraint (SQLite: a
+// constraint, too big, a type mismatch). Anything
 // else that is not Transient is neither: the caller keeps retrying rather
 // than give a valid order up.
 func Refused(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return true
+		}
+		return false
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {

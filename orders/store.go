@@ -11,8 +11,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
-
-	schema "github.com/seckill/seckill/sql"
 )
 
 // Open connects to MySQL, creating the database named in the DSN if it is
@@ -63,17 +61,27 @@ func createDatabase(ctx context.Context, cfg mysql.Config) error {
 	return nil
 }
 
-// Migrate brings the schema up to date with the embedded migrations.
+// Migrate brings the schema up to date with the embedded migrations of
+// db's database.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]*goose.MigrationResult, error) {
-	p, err := goose.NewProvider(goose.DialectMySQL, db.DB, schema.Migrations, goose.WithDisableGlobalRegistry(true))
+	p, err := provider(db)
 	if err != nil {
-		return nil, fmt.Errorf("orders: migrations: %w", err)
+		return nil, err
 	}
 	res, err := p.Up(ctx)
 	if err != nil {
 		return res, fmt.Errorf("orders: migrate: %w", err)
 	}
 	return res, nil
+}
+
+func provider(db *sqlx.DB) (*goose.Provider, error) {
+	d := dialectOf(db)
+	p, err := goose.NewProvider(d.goose, db.DB, d.migrations, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("orders: migrations: %w", err)
+	}
+	return p, nil
 }
 
 // ErrSchemaBehind means the ledger's schema is older than this binary's:
@@ -84,17 +92,16 @@ var ErrSchemaBehind = errors.New("the ledger schema is behind this binary: run `
 // binary carries, without changing anything: ErrSchemaBehind (saying both
 // versions) if some are missing.
 func CheckSchema(ctx context.Context, db *sqlx.DB) error {
-	p, err := goose.NewProvider(goose.DialectMySQL, db.DB, schema.Migrations, goose.WithDisableGlobalRegistry(true))
+	p, err := provider(db)
 	if err != nil {
-		return fmt.Errorf("orders: migrations: %w", err)
+		return err
 	}
 	var want int64
 	for _, src := range p.ListSources() {
 		want = max(want, src.Version)
 	}
 	var tables int
-	const hasTable = `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'goose_db_version'`
-	if err := db.GetContext(ctx, &tables, hasTable); err != nil {
+	if err := db.GetContext(ctx, &tables, dialectOf(db).hasVersionTable); err != nil {
 		return fmt.Errorf("orders: schema version: %w", err)
 	}
 	var have int64
@@ -110,15 +117,16 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
-// Store reads and writes the ledger. A Store made by InTx runs every query in
-// that transaction.
+// Store reads and writes the ledger, in MySQL or SQLite. A Store made by
+// InTx runs every query in that transaction.
 type Store struct {
-	db   *sqlx.DB
-	exec sqlx.ExtContext
+	db      *sqlx.DB
+	exec    sqlx.ExtContext
+	dialect dialect
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db, exec: db} }
+// NewStore returns a Store on db (opened by Open or OpenSQLite).
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db, exec: db, dialect: dialectOf(db)} }
 
 // DB returns the connection pool behind the store.
 func (s *Store) DB() *sqlx.DB { return s.db }
@@ -133,7 +141,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return fmt.Errorf("orders: begin: %w", err)
 	}
-	if err := fn(&Store{db: s.db, exec: tx}); err != nil {
+	if err := fn(&Store{db: s.db, exec: tx, dialect: s.dialect}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -186,7 +194,7 @@ func (s *Store) Sale(ctx context.Context, id int64) (Sale, error) {
 
 // SaleForUpdate returns one sale and locks its row until the transaction ends.
 func (s *Store) SaleForUpdate(ctx context.Context, id int64) (Sale, error) {
-	return s.getSale(ctx, selectSale+` FOR UPDATE`, id)
+	return s.getSale(ctx, selectSale+s.dialect.lockRow, id)
 }
 
 func (s *Store) getSale(ctx context.Context, q string, id int64) (Sale, error) {
@@ -258,13 +266,11 @@ func (s *Store) Restock(ctx context.Context, id, qty int64, now time.Time) error
 }
 
 // maxRowsPerInsert keeps a multi-row INSERT well under MySQL's limit of
-// 65,535 placeholders.
+// 65,535 placeholders and SQLite's of 32,766.
 const maxRowsPerInsert = 1000
 
 const insertOrdersHead = `INSERT INTO orders
 (id, sale_id, user_id, request_id, qty, unit_price_cents, amount_cents, status, created_at, expires_at, persisted_at) VALUES `
-
-const insertOrdersTail = ` ON DUPLICATE KEY UPDATE id = id`
 
 const insertMovementsHead = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES `
 
@@ -287,7 +293,7 @@ func (s *Store) InsertOrders(ctx context.Context, os []Order) error {
 			args = append(args, o.ID, o.SaleID, o.UserID, o.RequestID, o.Qty, o.UnitPriceCents, o.AmountCents,
 				o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC())
 		}
-		b.WriteString(insertOrdersTail)
+		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("orders: insert %d orders: %w", n, err)
 		}
@@ -302,7 +308,7 @@ func (s *Store) InsertOrders(ctx context.Context, os []Order) error {
 			b.WriteString("(?,?,?,?,?)")
 			args = append(args, o.SaleID, o.ID, -o.Qty, ReasonSale, o.CreatedAt.UTC())
 		}
-		b.WriteString(insertOrdersTail)
+		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("orders: insert %d movements: %w", n, err)
 		}

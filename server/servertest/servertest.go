@@ -354,3 +354,26 @@ func Binary(t testing.TB) string {
 	}
 	return binPath
 }
+
+// SQLite opens a migrated SQLite ledger in a directory of the test's own.
+func SQLite(t testing.TB) *sqlx.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := orders.OpenSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := orders.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// EachLedger runs a test on both ledgers: a MySQL database and a SQLite
+// file of its own (same test body, so a difference between the dialects
+// is a failing test).
+func EachLedger(t *testing.T, fn func(t *testing.T, db *sqlx.DB)) {
+	t.Run("mysql", func(t *testing.T) { fn(t, MySQL(t, Config(t))) })
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+}
