@@ -32,8 +32,14 @@ const EnvPrefix = "SECKILL_"
 
 // Config is the effective configuration of one Seckill process.
 type Config struct {
-	Env              string        `koanf:"env"`
-	LogLevel         string        `koanf:"log_level"`
+	Env      string `koanf:"env"`
+	LogLevel string `koanf:"log_level"`
+	// Embedded runs the whole system in one process with no external
+	// service (seckill all --embedded): in-process Redis, a SQLite ledger
+	// in DataDir, an in-process bus.
+	Embedded bool   `koanf:"embedded"`
+	DataDir  string `koanf:"data_dir"`
+
 	HTTPAddr         string        `koanf:"http_addr"`
 	HTTPReadTimeout  time.Duration `koanf:"http_read_timeout"`
 	HTTPWriteTimeout time.Duration `koanf:"http_write_timeout"`
@@ -258,6 +264,9 @@ func (c *Config) complete() error {
 	}
 	if c.MySQLDSN == "" {
 		bad("mysql_dsn", "must not be empty")
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
 	}
 	if c.SessionTTL < time.Minute {
 		bad("session_ttl", "must be at least 1m")

@@ -409,6 +409,18 @@ func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (Order, er
 	return o, err
 }
 
+const selectPendingOrders = `SELECT ` + orderColumns + ` FROM orders WHERE status = 'pending' ORDER BY expires_at`
+
+// PendingOrders returns every order awaiting payment, the first to expire
+// first (to re-arm their timeouts after a restart; O(pending orders)).
+func (s *Store) PendingOrders(ctx context.Context) ([]Order, error) {
+	os := []Order{}
+	if err := sqlx.SelectContext(ctx, s.exec, &os, selectPendingOrders); err != nil {
+		return nil, fmt.Errorf("orders: pending orders: %w", err)
+	}
+	return os, nil
+}
+
 const selectSaleOrders = `SELECT ` + orderColumns + ` FROM orders WHERE sale_id = ?`
 
 // SaleOrders returns every order of a sale (for reconciling; O(orders)).

@@ -400,6 +400,27 @@ func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []orders.Order, delay t
 	return nil
 }
 
+// RearmTimeouts schedules again the payment timeouts of every pending
+// order in the ledger, each batch delivered when its last window ends:
+// for a bus that lost what it held (the in-process one, after a restart).
+// Timeouts that are also still queued are harmless: cancelling is
+// idempotent. It returns how many orders it re-armed.
+func RearmTimeouts(ctx context.Context, b bus.Bus, ledger *orders.Store, now time.Time) (int, error) {
+	os, err := ledger.PendingOrders(ctx)
+	if err != nil {
+		return 0, err
+	}
+	const chunk = 500
+	for start := 0; start < len(os); start += chunk {
+		part := os[start:min(start+chunk, len(os))]
+		last := part[len(part)-1].ExpiresAt // sorted by expiry
+		if err := ScheduleTimeouts(ctx, b, part, max(0, last.Sub(now))); err != nil {
+			return start, err
+		}
+	}
+	return len(os), nil
+}
+
 // consumeTimeouts cancels orders whose payment window has closed.
 func (w *Worker) consumeTimeouts(ctx, work context.Context, s bus.Subscription) error {
 	var wg sync.WaitGroup

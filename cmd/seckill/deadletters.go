@@ -35,6 +35,9 @@ each order once); malformed ones stay.`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if err := notEmbedded(cfg, "deadletters"); err != nil {
+		return err
+	}
 	sys, err := open(ctx, cfg)
 	if err != nil {
 		return err

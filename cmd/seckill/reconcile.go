@@ -32,6 +32,9 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if err := notEmbedded(cfg, "reconcile"); err != nil {
+		return err
+	}
 	sys, err := open(ctx, cfg)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,22 +15,35 @@ import (
 )
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: all takes no arguments", errUsage)
+	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+	embedded := fs.Bool("embedded", cfg.Embedded, "run with no external service: in-process Redis, SQLite ledger in data_dir, in-process bus (default SECKILL_EMBEDDED)")
+	demo := fs.Bool("demo", false, "create a sample sale opening a few seconds after start, with simulated shoppers buying from it")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	return serve(ctx, cfg, true)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: all takes no arguments besides its flags", errUsage)
+	}
+	cfg.Embedded = *embedded
+	return serve(ctx, cfg, true, *demo)
 }
 
 func runServe(ctx context.Context, cfg configs.Config, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments", errUsage)
 	}
-	return serve(ctx, cfg, false)
+	if err := notEmbedded(cfg, "serve"); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, false, false)
 }
 
 func runMigrate(ctx context.Context, cfg configs.Config, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: migrate takes no arguments", errUsage)
+	}
+	if err := notEmbedded(cfg, "migrate"); err != nil {
+		return err
 	}
 	return migrate(ctx, cfg)
 }
@@ -47,12 +61,8 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 // worker) until ctx is cancelled, then shuts them down in order: stop
 // taking requests and drain them, flush the relay, let the worker finish
 // its batch, close connections.
-func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
+func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error {
 	slog.Info("starting", "config", cfg)
-	if cfg.GeneratedAdminPassword {
-		// Development only: production requires SECKILL_ADMIN_PASSWORD.
-		fmt.Printf("\n  admin password (development default, set SECKILL_ADMIN_PASSWORD to choose one): %s\n\n", cfg.AdminPassword)
-	}
 	sys, err := open(ctx, cfg)
 	if err != nil {
 		return err
@@ -78,6 +88,7 @@ func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	banner(cfg, sys, ln.Addr().String())
 
 	if cfg.OpsAddr != "" {
 		stop, err := serveOps(ctx, cfg.OpsAddr, "SECKILL_OPS_ADDR", sys)
@@ -92,13 +103,43 @@ func serve(ctx context.Context, cfg configs.Config, withWorker bool) error {
 	if withWorker {
 		stopWorker = start(background, "worker", sys.worker().Run)
 	}
+	if demo {
+		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv, ln.Addr().String()) })
+		defer stopDemo()
+	}
 	err = srv.Run(ctx, ln)
 	slog.Info("http server stopped; flushing the relay")
 	stopRelay()
+	if sys.embedded {
+		sys.drain(background)
+	}
 	slog.Info("relay stopped; stopping the worker")
 	stopWorker()
 	slog.Info("stopped")
 	return err
+}
+
+// banner tells the person who started the server where to look.
+func banner(cfg configs.Config, sys *system, addr string) {
+	how := "on the configured Redis, RabbitMQ and MySQL"
+	if sys.embedded {
+		how = fmt.Sprintf("embedded: Redis, the message bus and the SQLite ledger (%s) run in this process", cfg.DataDir)
+	}
+	fmt.Printf("\n  Seckill is running, %s.\n    shop:  http://%s/\n    admin: http://%s/admin\n", how, addr, addr)
+	if cfg.GeneratedAdminPassword {
+		// Development only: production requires SECKILL_ADMIN_PASSWORD.
+		fmt.Printf("    admin password: %s (a development default; set SECKILL_ADMIN_PASSWORD to choose one)\n", cfg.AdminPassword)
+	}
+	fmt.Println()
+}
+
+// notEmbedded refuses a command that cannot run embedded: the embedded
+// services live inside one `seckill all` process.
+func notEmbedded(cfg configs.Config, cmd string) error {
+	if cfg.Embedded {
+		return fmt.Errorf("seckill %s runs on the configured services; embedded mode (SECKILL_EMBEDDED) is `seckill all --embedded` only", cmd)
+	}
+	return nil
 }
 
 // start runs fn in the background and returns a function that cancels it
@@ -121,6 +162,9 @@ func start(ctx context.Context, name string, fn func(context.Context) error) (st
 func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: worker takes no arguments", errUsage)
+	}
+	if err := notEmbedded(cfg, "worker"); err != nil {
+		return err
 	}
 	slog.Info("starting worker", "config", cfg)
 	sys, err := open(ctx, cfg)

@@ -34,11 +34,17 @@ type system struct {
 	checks map[string]func(context.Context) error
 	// closers release what open opened, last first.
 	closers []func() error
+	// embedded is set when the services run in this process.
+	embedded bool
 }
 
 // open connects to Redis and the ledger and prepares the bus (which
-// connects on first use and reconnects by itself).
+// connects on first use and reconnects by itself), or starts them in this
+// process in embedded mode.
 func open(ctx context.Context, cfg configs.Config) (*system, error) {
+	if cfg.Embedded {
+		return openEmbedded(ctx, cfg)
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sys := &system{cfg: cfg, registry: registry, metrics: worker.NewMetrics(registry)}
@@ -86,8 +92,15 @@ func (s *system) deadLetters(ctx context.Context) (int, error) { return s.bus.De
 // prepare makes sure the services are fit to run on before a long-running
 // command starts: the schema is current (migrated when migrate is set or
 // auto_migrate is on, refused otherwise) and Redis keeps its data, as far
-// as the environment demands.
+// as the environment demands. An embedded system is migrated and restored
+// from its ledger instead.
 func (s *system) prepare(ctx context.Context, migrate bool) error {
+	if s.embedded {
+		if err := applyMigrations(ctx, s.db); err != nil {
+			return err
+		}
+		return s.restore(ctx)
+	}
 	if migrate || s.cfg.AutoMigrate {
 		if err := applyMigrations(ctx, s.db); err != nil {
 			return err
