@@ -1,32 +1,49 @@
-# Seckill's front door. `make run` starts the whole system against the local
-# Redis, RabbitMQ and MySQL; `make test` runs the whole suite against them.
+# Seckill's front door. `make run` starts the whole system: on the local
+# Redis, RabbitMQ and MySQL when they answer, else embedded in one process.
+# `make test` sets up the services it needs and runs the whole suite.
 
 GO      ?= go
 BIN     := bin/seckill
 PKGS    := ./...
 
-.PHONY: all build run test test-race bench lint clean
+.PHONY: all build run demo test test-race services bench lint clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
 
-## run: server + outbox relay + worker in one process (migrates first)
+## run: the whole system (migrations, server, relay, worker) on the configured
+## services if they all answer, otherwise embedded; it says which and why.
 run: build
-	./$(BIN) all
+	@if ./$(BIN) check; then \
+		echo "make run: Redis, RabbitMQ and MySQL answer (above): running on them."; \
+		exec ./$(BIN) all; \
+	else \
+		echo "make run: not every service answers (above): running embedded, everything in this process (data in ./data)."; \
+		exec ./$(BIN) all --embedded; \
+	fi
 
-## test: the whole suite against the real services (see .ci/run to start them)
-test:
+## demo: embedded, with a sample sale opening a few seconds after start and
+## simulated shoppers buying from it
+demo: build
+	./$(BIN) all --embedded --demo
+
+## services: install (Debian, as root) and start what the tests need
+services:
+	scripts/services.sh
+
+## test: the whole suite against the real services (started first)
+test: services
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 8m $(PKGS)
 
 ## test-race: the suite under the race detector (slower)
-test-race:
+test-race: services
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)
 
 ## bench: the benchmark suite; prints markdown tables of ratios and writes BENCHMARKS.md
-bench: build
+bench: build services
 	./$(BIN) bench --duration 10s --out BENCHMARKS.md
 
 ## lint: formatting and vet

@@ -365,16 +365,16 @@ func (c Config) LogValue() slog.Value {
 				val = "***"
 			}
 		case "url", "dsn":
-			val = maskCredentials(val)
+			val = MaskCredentials(val)
 		}
 		attrs = append(attrs, slog.String(key, val))
 	}
 	return slog.GroupValue(attrs...)
 }
 
-// maskCredentials hides the password in "scheme://user:pass@host" and
+// MaskCredentials hides the password in "scheme://user:pass@host" and
 // "user:pass@tcp(host)" forms.
-func maskCredentials(s string) string {
+func MaskCredentials(s string) string {
 	at := strings.LastIndex(s, "@")
 	if at < 0 {
 		return s

@@ -46,6 +46,22 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	return db, nil
 }
 
+// Ping reports whether the MySQL server of a DSN answers, without opening
+// or creating its database.
+func Ping(ctx context.Context, dsn string) error {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("orders: mysql dsn: %w", err)
+	}
+	cfg.DBName = ""
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.PingContext(ctx)
+}
+
 func createDatabase(ctx context.Context, cfg mysql.Config) error {
 	name := cfg.DBName
 	cfg.DBName = ""

@@ -12,19 +12,22 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/configs"
 )
 
 const usage = `usage: seckill <command> [flags]
 
 commands:
-  all        server + outbox relay + worker in one process (applies migrations first)
+  all        server + outbox relay + worker in one process (applies migrations first);
+             --embedded: with no external service, --demo: a sample sale and shoppers
   serve      HTTP server and outbox relay
   worker     queue consumers
   migrate    create or upgrade the MySQL schema, then exit
   loadtest   hammer a running server's buy endpoint and audit the result
   reconcile  compare Redis with the MySQL ledger; non-zero exit on drift
   deadletters list|replay  show the dead-letter queue, or send its well-formed messages back
+  check      say whether the configured Redis, RabbitMQ and MySQL answer (exit 1 if not)
   bench      the benchmark suite behind make bench
 
 Configuration comes from configs/seckill.yaml, overridden by SECKILL_* variables.
@@ -62,6 +65,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		"loadtest":    runLoadtest,
 		"reconcile":   runReconcile,
 		"deadletters": runDeadLetters,
+		"check":       runCheck,
 		"bench":       runBench,
 	}
 	fn, ok := commands[cmd]
@@ -85,4 +89,13 @@ func setupLogging(cfg configs.Config) {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
 	slog.SetDefault(slog.New(h))
+	// go-redis logs its retries on its own; Seckill reports the failures
+	// that matter where they happen.
+	redis.SetLogger(redisLogger{})
+}
+
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	slog.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
 }

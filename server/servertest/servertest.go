@@ -187,17 +187,9 @@ func mustDBName(t testing.TB, dsn string) string {
 
 // RabbitMQHint is the failure message for an unreachable broker.
 func RabbitMQHint(url string, err error) string {
-	return fmt.Sprintf("servertest: RabbitMQ at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", redactURL(url), err, startRabbitMQ)
+	return fmt.Sprintf("servertest: RabbitMQ at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", configs.MaskCredentials(url), err, startRabbitMQ)
 }
 
-func redactURL(u string) string {
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		if i := strings.Index(u, "://"); i >= 0 && i < at {
-			return u[:i+3] + "…" + u[at:]
-		}
-	}
-	return u
-}
 
 // Broker returns a RabbitMQ bus for the config's queue names, checks that
 // RabbitMQ answers, and deletes the names' queues and exchanges when the
