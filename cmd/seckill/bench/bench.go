@@ -77,6 +77,7 @@ var Cases = []Case{
 	{"http", "the buy endpoint over HTTP vs a no-work baseline route, with stock and after sold out", httpCase},
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
+	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
 }
 
 // Run runs the named cases (all when names is empty) and returns their

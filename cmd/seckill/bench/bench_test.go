@@ -3,8 +3,6 @@ package bench_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +19,8 @@ func TestCasesRun(t *testing.T) {
 		t.Skip("runs the benchmark suite in small")
 	}
 	cfg := servertest.Config(t)
-	// Cases start `seckill serve` as a child: build it.
-	bin := filepath.Join(t.TempDir(), "seckill")
-	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	// Cases start seckill as a child process.
+	bin := servertest.Binary(t)
 	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Binary: bin}
 	tables, err := bench.Run(context.Background(), cfg, nil, o, testWriter{t})
 	if err != nil {

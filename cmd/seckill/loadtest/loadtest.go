@@ -72,6 +72,9 @@ type Report struct {
 	Accepted    int64            `json:"orders_accepted"`
 	UnitsBought int64            `json:"units_bought"`
 	Audit       Audit            `json:"audit"`
+	// PersistSeconds is how long after the last answer the ledger held
+	// every accepted order (with WaitPersist).
+	PersistSeconds float64 `json:"persist_seconds,omitempty"`
 
 	// Hist holds the latencies in microseconds (for Merge).
 	Hist *hdrhistogram.Histogram `json:"-"`
@@ -524,11 +527,13 @@ func (r *run) audit(ctx context.Context, rep *Report, before, after saleView, pe
 	a.check(bad == 0, "the server took the load as well-formed and authenticated (%d answers 400/401/413)", bad)
 	if r.o.WaitPersist > 0 {
 		want := persistedBefore + rep.Accepted
+		start := time.Now()
 		got, err := r.c.waitPersisted(ctx, r.o.SaleID, want, r.o.WaitPersist)
+		rep.PersistSeconds = time.Since(start).Seconds()
 		if err != nil {
 			a.check(false, "orders persisted in MySQL: %v", err)
 		} else {
-			a.check(got == want, "MySQL holds the %d accepted orders within %s (has %d new)", rep.Accepted, r.o.WaitPersist, got-persistedBefore)
+			a.check(got == want, "the ledger holds the %d accepted orders within %s (has %d new)", rep.Accepted, r.o.WaitPersist, got-persistedBefore)
 		}
 	}
 	a.Passed = len(a.Failures) == 0
@@ -547,6 +552,9 @@ func (rep Report) Print(w io.Writer) {
 	fmt.Fprintf(&b, "  outcomes        %s\n", rep.OutcomeLine())
 	fmt.Fprintf(&b, "  transport errs  %d %s\n", rep.Transport, rep.FirstError)
 	fmt.Fprintf(&b, "  accepted        %d orders, %d units\n", rep.Accepted, rep.UnitsBought)
+	if rep.PersistSeconds > 0 {
+		fmt.Fprintf(&b, "  ledger          every accepted order in within %.2fs of the last answer\n", rep.PersistSeconds)
+	}
 	verdict := "PASSED"
 	if !rep.Audit.Passed {
 		verdict = "FAILED"

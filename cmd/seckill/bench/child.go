@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seckill/seckill/configs"
+)
+
+// Child is a seckill process serving HTTP.
+type Child struct {
+	cmd  *exec.Cmd
+	Addr string // host:port it serves on
+	// Ready is how long it took from start until /readyz answered 200.
+	Ready time.Duration
+}
+
+// StartServe starts `binary serve` (empty: this executable) on a free
+// loopback port with cfg's names (Redis prefix, MySQL DSN, queue prefix,
+// secrets) and waits until it is ready.
+func StartServe(ctx context.Context, binary string, cfg configs.Config) (*Child, error) {
+	return Start(ctx, binary, cfg, nil, "serve")
+}
+
+// Start starts binary (empty: this executable) with args on a free
+// loopback port, cfg's names and secrets and limits, and env on top, and
+// waits until /readyz answers 200.
+func Start(ctx context.Context, binary string, cfg configs.Config, env []string, args ...string) (*Child, error) {
+	if binary == "" {
+		var err error
+		if binary, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(),
+		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "SECKILL_AMQP_PREFIX="+cfg.AMQPPrefix,
+		"SECKILL_MYSQL_DSN="+cfg.MySQLDSN, "SECKILL_JWT_SECRET="+cfg.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.AdminToken,
+		fmt.Sprintf("SECKILL_RATE_GLOBAL=%g", cfg.RateGlobal), fmt.Sprintf("SECKILL_RATE_PER_USER=%g", cfg.RatePerUser),
+		fmt.Sprintf("SECKILL_RATE_PER_IP=%g", cfg.RatePerIP), "SECKILL_LOG_LEVEL=warn",
+		// Every client of the bench comes from 127.0.0.1; no ops listener, so
+		// several children can run at once.
+		"SECKILL_WS_MAX_PER_IP=0", "SECKILL_WS_MAX_TOTAL=0", "SECKILL_OPS_ADDR=",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", binary, strings.Join(args, " "), err)
+	}
+	c := &Child{cmd: cmd, Addr: addr}
+	err = poll(ctx, 20*time.Second, 5*time.Millisecond, func() (bool, string, error) {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, res.Status, nil
+	})
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("seckill %s was not ready on %s: %w", strings.Join(args, " "), addr, err)
+	}
+	c.Ready = time.Since(start)
+	return c, nil
+}
+
+// Stop ends the process (SIGTERM, then SIGKILL after 10s).
+func (c *Child) Stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// RSS is the process's resident set size in bytes.
+func (c *Child) RSS() int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
