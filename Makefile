@@ -33,10 +33,13 @@ demo: build
 services:
 	scripts/services.sh
 
-## test: the whole suite against the real services (started first)
+## test: the whole suite against the real services (started first), then
+## the inventory and server suites again on a 3-master Redis Cluster that
+## the tests start on loopback ports of their own
 test: services
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 8m $(PKGS)
+	SECKILL_TEST_REDIS=cluster $(GO) test -count=1 -timeout 5m ./inventory ./server
 
 ## test-race: the suite under the race detector (slower)
 test-race: services

@@ -130,7 +130,8 @@ func Load(environ []string) (Config, error) {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(name, EnvPrefix) {
+		// SECKILL_TEST_* variables belong to the test suite, not to a setting.
+		if ok && strings.HasPrefix(name, EnvPrefix) && !strings.HasPrefix(name, EnvPrefix+"TEST_") {
 			vars[name] = value
 		}
 	}
@@ -155,7 +156,8 @@ func Load(environ []string) (Config, error) {
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, value string) (string, any) {
 			key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
-			if key == "config" {
+			// SECKILL_TEST_* variables belong to the test suite, not to a setting.
+			if key == "config" || strings.HasPrefix(key, "test_") {
 				return "", nil
 			}
 			if !known[key] {

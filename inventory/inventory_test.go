@@ -17,7 +17,7 @@ import (
 
 // env is a test's Redis with a key prefix of its own.
 type env struct {
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	keys inventory.Keys
 	inv  *inventory.Store
 	next int64

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +17,11 @@ func state(t *testing.T, st *stack) string {
 	t.Helper()
 	ctx := context.Background()
 	var keys []string
-	iter := st.Redis.Scan(ctx, 0, st.Config.RedisPrefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if !strings.HasSuffix(iter.Val(), ":outcomes") {
-			keys = append(keys, iter.Val())
+	for _, k := range servertest.Keys(t, st.Redis, st.Config.RedisPrefix+":*") {
+		if !strings.HasSuffix(k, ":outcomes") {
+			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
 		switch typ := st.Redis.Type(ctx, k).Val(); typ {

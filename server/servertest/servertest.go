@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +45,7 @@ const AdminPassword = "servertest-password"
 
 // How to start each service, for failure messages.
 const (
-	startRedis    = `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
+	startRedisCmd = `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
 	startMySQL    = `start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`
 	startRabbitMQ = `rabbitmq-server -detached`
 )
@@ -52,7 +53,7 @@ const (
 // Env is one test's isolated view of the services.
 type Env struct {
 	Config    configs.Config
-	Redis     *redis.Client
+	Redis     redis.UniversalClient
 	Keys      inventory.Keys
 	Inventory *inventory.Store
 	DB        *sqlx.DB
@@ -75,6 +76,9 @@ func Config(t testing.TB, overrides ...string) configs.Config {
 		"SECKILL_RATE_GLOBAL=0", "SECKILL_RATE_PER_USER=0", "SECKILL_RATE_PER_IP=0",
 		"SECKILL_HTTP_ADDR=127.0.0.1:0",
 	)
+	if os.Getenv("SECKILL_TEST_REDIS") == "cluster" {
+		environ = append(environ, "SECKILL_REDIS_ADDR="+SharedRedisCluster(t).Addrs(), "SECKILL_REDIS_DB=0")
+	}
 	cfg, err := configs.Load(append(environ, overrides...))
 	if err != nil {
 		t.Fatalf("servertest: config: %v", err)
@@ -116,16 +120,17 @@ func New(t testing.TB, overrides ...string) *Env {
 	return e
 }
 
-// Redis connects to the configured Redis and deletes the keys under the
-// config's prefix when the test ends.
-func Redis(t testing.TB, cfg configs.Config) *redis.Client {
+// Redis connects to the configured Redis (a cluster under
+// SECKILL_TEST_REDIS=cluster) and deletes the keys under the config's
+// prefix when the test ends.
+func Redis(t testing.TB, cfg configs.Config) redis.UniversalClient {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: 200})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		t.Fatalf("servertest: Redis at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", cfg.RedisAddr, err, startRedis)
+	cfg.RedisPoolSize = 200
+	rdb, err := inventory.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("servertest: %v.\nStart it with: %s\nor run scripts/services.sh, which starts every service the tests need.", err, startRedisCmd)
 	}
 	t.Cleanup(func() {
 		DeleteKeys(t, rdb, cfg.RedisPrefix+":*")
@@ -134,24 +139,60 @@ func Redis(t testing.TB, cfg configs.Config) *redis.Client {
 	return rdb
 }
 
-// DeleteKeys removes every key matching pattern.
+// DeleteKeys removes every key matching pattern, on every master.
 func DeleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
-			batch = batch[:0]
+	err := inventory.EachMaster(context.Background(), rdb, func(ctx context.Context, c *redis.Client) error {
+		keys, err := scan(ctx, c, pattern)
+		if err != nil {
+			return err
 		}
-	}
-	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
-	}
-	if err := iter.Err(); err != nil {
+		for start := 0; start < len(keys); start += 1000 {
+			unlink(ctx, c, keys[start:min(start+1000, len(keys))])
+		}
+		return nil
+	})
+	if err != nil {
 		t.Logf("servertest: deleting %s: %v", pattern, err)
 	}
+}
+
+// Keys lists every key matching pattern, on every master, sorted.
+func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var all []string
+	err := inventory.EachMaster(context.Background(), rdb, func(ctx context.Context, c *redis.Client) error {
+		keys, err := scan(ctx, c, pattern)
+		mu.Lock()
+		all = append(all, keys...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("servertest: listing %s: %v", pattern, err)
+	}
+	sort.Strings(all)
+	return all
+}
+
+func scan(ctx context.Context, c *redis.Client, pattern string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+// unlink removes keys one by one: on a cluster node they may lie in
+// different slots.
+func unlink(ctx context.Context, c *redis.Client, keys []string) {
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
 }
 
 // MySQL creates the config's database with the schema and drops it when the
@@ -189,7 +230,6 @@ func mustDBName(t testing.TB, dsn string) string {
 func RabbitMQHint(url string, err error) string {
 	return fmt.Sprintf("servertest: RabbitMQ at %s does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", configs.MaskCredentials(url), err, startRabbitMQ)
 }
-
 
 // Broker returns a RabbitMQ bus for the config's queue names, checks that
 // RabbitMQ answers, and deletes the names' queues and exchanges when the

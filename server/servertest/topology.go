@@ -1,0 +1,301 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Topologies beyond the single local services, started on loopback for
+// the tests that need them (a Redis Cluster, a Sentinel set) from the
+// installed redis-server, on free ports, in directories of their own. Only
+// processes started here are ever stopped or killed, by pid.
+
+// redisNode is one redis-server process.
+type redisNode struct {
+	Port int
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{} // closed when the process has exited
+}
+
+// Addr is the node's host:port.
+func (n *redisNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+
+// Kill stops the node with SIGKILL (a crash) and waits for it.
+func (n *redisNode) Kill() {
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.done
+}
+
+// Alive reports whether the node's process still runs.
+func (n *redisNode) Alive() bool {
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// startRedis starts redis-server on port with the given directives.
+func startRedis(dir string, port int, directives ...string) (*redisNode, error) {
+	ndir := filepath.Join(dir, strconv.Itoa(port))
+	if err := os.MkdirAll(ndir, 0o755); err != nil {
+		return nil, err
+	}
+	conf := append([]string{
+		"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + ndir, `save ""`, "appendonly no",
+		"logfile " + filepath.Join(ndir, "redis.log"), "protected-mode no",
+	}, directives...)
+	path := filepath.Join(ndir, "redis.conf")
+	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	args := []string{path}
+	if strings.Contains(strings.Join(directives, "\n"), "sentinel monitor") {
+		args = append(args, "--sentinel")
+	}
+	cmd := exec.Command("redis-server", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server on %d: %w (is redis-server installed? scripts/services.sh installs it)", port, err)
+	}
+	n := &redisNode{Port: port, cmd: cmd, dir: ndir, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(n.done)
+	}()
+	err := poll(10*time.Second, func() error {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		defer c.Close()
+		return c.Ping(context.Background()).Err()
+	})
+	if err != nil {
+		n.Kill()
+		return nil, fmt.Errorf("redis-server on %d did not answer: %w (log in %s)", port, err, ndir)
+	}
+	return n, nil
+}
+
+func poll(limit time.Duration, fn func() error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freePorts returns n loopback ports that are free, as is each one plus
+// 10000 (a cluster node's bus port).
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for tries := 0; len(out) < n && tries < 200; tries++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		if p+10000 > 65535 {
+			l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		if err != nil {
+			l.Close()
+			continue
+		}
+		held = append(held, l, bus)
+		out = append(out, p)
+	}
+	if len(out) < n {
+		return nil, errors.New("servertest: no free ports")
+	}
+	return out, nil
+}
+
+// RedisCluster is a Redis Cluster of masters with one replica each.
+type RedisCluster struct {
+	Nodes []*redisNode
+	dir   string
+}
+
+// Addrs lists every node, the form of SECKILL_REDIS_ADDR for a cluster.
+func (c *RedisCluster) Addrs() string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Node returns the node listening on addr.
+func (c *RedisCluster) Node(addr string) *redisNode {
+	for _, n := range c.Nodes {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// Stop kills every node and removes their files.
+func (c *RedisCluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+	os.RemoveAll(c.dir)
+}
+
+// StartRedisCluster starts masters × (1 + 1 replica) redis-server nodes in
+// cluster mode and joins them, and returns once the cluster is ok and
+// every replica is in sync. A node missing from the cluster for a second
+// is failed over.
+func StartRedisCluster(masters int) (*RedisCluster, error) {
+	dir, err := os.MkdirTemp("", "seckill-redis-cluster")
+	if err != nil {
+		return nil, err
+	}
+	c := &RedisCluster{dir: dir}
+	ports, err := freePorts(2 * masters)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ports {
+		n, err := startRedis(dir, p, "cluster-enabled yes", "cluster-config-file nodes.conf",
+			"cluster-node-timeout 1000", "cluster-replica-validity-factor 0", "repl-diskless-sync yes",
+			"repl-diskless-sync-delay 0")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	args := append([]string{"--cluster", "create"}, strings.Split(c.Addrs(), ",")...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// WaitHealthy waits until every live node says the cluster is ok, every
+// slot is served, and every master's replica is connected and in sync.
+func (c *RedisCluster) WaitHealthy(limit time.Duration) error {
+	ctx := context.Background()
+	return poll(limit, func() error {
+		for _, n := range c.Nodes {
+			if !n.Alive() {
+				continue
+			}
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+			info, err := cl.ClusterInfo(ctx).Result()
+			repl, rerr := cl.Info(ctx, "replication").Result()
+			cl.Close()
+			if err != nil || rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
+				return fmt.Errorf("%s: cluster not ok yet", n.Addr())
+			}
+			if strings.Contains(repl, "role:master") && !strings.Contains(repl, "connected_slaves:1") {
+				return fmt.Errorf("%s: replica not connected yet", n.Addr())
+			}
+			if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+				return fmt.Errorf("%s: replica link down", n.Addr())
+			}
+		}
+		return nil
+	})
+}
+
+// Masters lists the addresses of the nodes that serve slots now.
+func (c *RedisCluster) Masters() ([]string, error) {
+	var out []string
+	for _, n := range c.Nodes {
+		if !n.Alive() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		role, err := cl.Do(context.Background(), "ROLE").Slice()
+		cl.Close()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			out = append(out, n.Addr())
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("servertest: no master answers")
+	}
+	return out, nil
+}
+
+// MasterOf returns the address of the master that serves key now.
+func (c *RedisCluster) MasterOf(key string) (string, error) {
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(c.Addrs(), ",")})
+	defer cl.Close()
+	m, err := cl.MasterForKey(context.Background(), key)
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
+}
+
+var (
+	sharedMu      sync.Mutex
+	sharedCluster *RedisCluster
+)
+
+// SharedRedisCluster returns the cluster this test binary shares (started
+// on first use, stopped by Main).
+func SharedRedisCluster(t interface{ Fatalf(string, ...any) }) *RedisCluster {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedCluster == nil {
+		c, err := StartRedisCluster(3)
+		if err != nil {
+			t.Fatalf("servertest: starting a Redis Cluster: %v", err)
+		}
+		sharedCluster = c
+	}
+	return sharedCluster
+}
+
+// Main runs a package's tests and then stops the topologies they shared:
+// call it from TestMain.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	sharedMu.Lock()
+	if sharedCluster != nil {
+		sharedCluster.Stop()
+	}
+	sharedMu.Unlock()
+	return code
+}
