@@ -62,6 +62,10 @@ type Config struct {
 	// RedisAllowVolatile lets a production process run on a Redis that
 	// keeps its data only in memory.
 	RedisAllowVolatile bool `koanf:"redis_allow_volatile"`
+	// RedisWaitReplicas replicas must have each buy call (WAIT) before it
+	// is answered, within RedisWaitTimeout; 0: answer at once.
+	RedisWaitReplicas int           `koanf:"redis_wait_replicas"`
+	RedisWaitTimeout  time.Duration `koanf:"redis_wait_timeout"`
 
 	AMQPURL       string `koanf:"amqp_url" secret:"url"`
 	AMQPPrefix    string `koanf:"amqp_prefix"`
@@ -248,6 +252,12 @@ func (c *Config) complete() error {
 	}
 	if c.RedisDB < 0 || c.RedisDB > 15 {
 		bad("redis_db", "must be 0..15")
+	}
+	if c.RedisWaitReplicas < 0 || c.RedisWaitReplicas > 16 {
+		bad("redis_wait_replicas", "must be 0 (no wait) to 16")
+	}
+	if c.RedisWaitTimeout < time.Millisecond {
+		bad("redis_wait_timeout", "must be at least 1ms (WAIT with 0 would wait forever)")
 	}
 	if c.RedisPoolSize < 1 {
 		bad("redis_pool_size", "must be at least 1")

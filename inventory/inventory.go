@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,17 @@ var codeErrs = map[string]error{
 	"ended":          ErrEnded,
 	"paused":         ErrPaused,
 	"sale_not_found": ErrSaleNotFound,
+	"bucket_empty":   errBucketEmpty,
+}
+
+// codeOf is the buy.lua code of a sentinel error.
+func codeOf(err error) string {
+	for code, e := range codeErrs {
+		if e == err {
+			return code
+		}
+	}
+	return ""
 }
 
 // Merchant-set states of a sale, as stored in the stock hash.
@@ -74,6 +86,8 @@ type Sale struct {
 	PriceCents int64
 	Start, End time.Time
 	Status     string
+	// Buckets is how many parts the sale's stock is split into (1: one).
+	Buckets int
 	// ExpireAt is when all the sale's keys go away; zero keeps them.
 	ExpireAt time.Time
 }
@@ -102,23 +116,47 @@ func (st Stock) StatusAt(now time.Time) string {
 	return "active"
 }
 
-// Store runs the stock scripts against one Redis.
+// Store runs the stock scripts against Redis (one server, a Sentinel set
+// or a cluster).
 type Store struct {
 	rdb  redis.UniversalClient
 	keys Keys
+	// waitReplicas and waitTimeout make every buy call wait for replicas
+	// (WAIT) before it is answered; 0 replicas: no wait.
+	waitReplicas int
+	waitTimeout  time.Duration
+
+	mu    sync.Mutex
+	parts map[int64][]Part // each sale's parts, fixed at its creation
 }
 
 // New returns a Store using the given client and key builder.
 func New(rdb redis.UniversalClient, keys Keys) *Store {
-	return &Store{rdb: rdb, keys: keys}
+	return &Store{rdb: rdb, keys: keys, parts: map[int64][]Part{}}
+}
+
+// WithDurability makes every buy call wait, pipelined on its connection,
+// until replicas replicas have its writes (WAIT), for at most timeout; a
+// call that times out fails with ErrNotDurable. It returns s.
+func (s *Store) WithDurability(replicas int, timeout time.Duration) *Store {
+	s.waitReplicas, s.waitTimeout = replicas, timeout
+	return s
 }
 
 // Keys returns the key builder of the store.
 func (s *Store) Keys() Keys { return s.keys }
 
-// Reserve decides a batch of buy requests for one sale in one Lua call and
-// returns one Result per request, in order. An error means Redis did not
-// answer; then nothing is known about the batch (a retry with the same
+// ErrNotDurable means a buy call was decided by the master but its
+// replicas did not confirm having it in time: if the master failed now,
+// the decision could be lost. Nothing is answered for it; a retry with the
+// same request ids returns the decision if it survived, or decides again.
+var ErrNotDurable = errors.New("inventory: decision not confirmed by the replicas")
+
+// Reserve decides a batch of buy requests for one sale and returns one
+// Result per request, in order. Each request is decided by one Lua call on
+// its user's part of the sale (all of them for a sale without buckets).
+// An error means Redis did not answer (or, with replicas awaited, did not
+// confirm); then nothing is known about the batch (a retry with the same
 // request ids is safe).
 func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
 	res, _, err := s.reserve(ctx, sale, reqs)
@@ -126,8 +164,8 @@ func (s *Store) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Resu
 }
 
 // saleState is what a buy call saw of its sale after the batch: units
-// available, and the refusal every new request would get ("ended",
-// "paused", "not_started", "sale_not_found", or "").
+// available (in every part), and the refusal every new request would get
+// ("ended", "paused", "not_started", "sale_not_found", or "").
 type saleState struct {
 	available int64
 	closed    string
@@ -137,28 +175,87 @@ func (s *Store) reserve(ctx context.Context, sale int64, reqs []Request) ([]Resu
 	if len(reqs) == 0 {
 		return nil, saleState{}, nil
 	}
-	args := make([]any, 0, 2+4*len(reqs))
-	args = append(args, sale, len(reqs))
+	parts, err := s.Parts(ctx, sale)
+	if errors.Is(err, ErrSaleNotFound) {
+		out := make([]Result, len(reqs))
+		for i, r := range reqs {
+			out[i] = Result{Err: ErrSaleNotFound, Qty: r.Qty}
+		}
+		return out, saleState{closed: "sale_not_found"}, nil
+	}
+	if err != nil {
+		return nil, saleState{}, err
+	}
+	if len(parts) == 1 {
+		return s.decide(ctx, parts[0], reqs, "")
+	}
+	return s.reserveBuckets(ctx, sale, parts, reqs)
+}
+
+// decide runs buy.lua on one part for reqs (mode "" or "soft").
+func (s *Store) decide(ctx context.Context, p Part, reqs []Request, mode string) ([]Result, saleState, error) {
+	args := make([]any, 0, 3+4*len(reqs))
+	args = append(args, p.Sale, len(reqs), mode)
 	for _, r := range reqs {
 		args = append(args, r.UserID, r.Qty, r.RequestID, r.OrderID)
 	}
-	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Reqs(sale), s.keys.Outbox(sale), s.keys.Orders(sale)}
-	reply, err := lua.Buy.Run(ctx, s.rdb, keys, args...).Text()
+	k := s.keys.Of(p)
+	reply, err := s.runBuy(ctx, []string{k.Stock(), k.Buyers(), k.Reqs(), k.Outbox(), k.Orders()}, args)
 	if err != nil {
-		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
+		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d (part %s): %w", p.Sale, p.Tag, err)
 	}
 	lines := strings.Split(reply, "\n")
 	if len(lines) != len(reqs)+1 {
-		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %d answers for %d requests", sale, len(lines)-1, len(reqs))
+		return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %d answers for %d requests", p.Sale, len(lines)-1, len(reqs))
 	}
 	out := make([]Result, len(reqs))
 	for i := range out {
 		if out[i], err = parseAnswer(lines[i]); err != nil {
-			return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", sale, err)
+			return nil, saleState{}, fmt.Errorf("inventory: buy sale %d: %w", p.Sale, err)
 		}
 	}
 	avail, closed, _ := strings.Cut(lines[len(reqs)], "|")
 	return out, saleState{available: toInt(avail), closed: closed}, nil
+}
+
+// runBuy runs buy.lua, and with replicas awaited, WAIT right after it on
+// the same connection (pipelined: one round trip), on the master that
+// holds the keys.
+func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, error) {
+	if s.waitReplicas <= 0 {
+		return lua.Buy.Run(ctx, s.rdb, keys, args...).Text()
+	}
+	node, err := masterFor(ctx, s.rdb, keys[0])
+	if err != nil {
+		return "", err
+	}
+	for attempt := 0; ; attempt++ {
+		var buy *redis.Cmd
+		var wait *redis.Cmd
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			buy = lua.Buy.EvalSha(ctx, p, keys, args...)
+			wait = p.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+			return nil
+		})
+		if attempt == 0 && redis.HasErrorPrefix(buy.Err(), "NOSCRIPT") {
+			// A pipeline cannot fall back to EVAL: load the script, try again
+			// (nothing ran).
+			if err := lua.Buy.Load(ctx, node).Err(); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if err := buy.Err(); err != nil {
+			return "", err
+		}
+		if err != nil {
+			return "", err
+		}
+		if n, _ := wait.Int64(); n < int64(s.waitReplicas) {
+			return "", fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, n, s.waitReplicas, s.waitTimeout)
+		}
+		return buy.Text()
+	}
 }
 
 // parseAnswer reads an answer as buy.lua returns and stores it:
@@ -177,35 +274,81 @@ func parseAnswer(s string) (Result, error) {
 
 // Lookup returns the stored answers of requests seen before, without
 // deciding anything: found[i] reports whether reqs[i] had one. It costs one
-// HMGET for the whole batch (the sold-out fast path uses it).
+// HMGET per part the batch's users are in (the sold-out fast path uses it).
 func (s *Store) Lookup(ctx context.Context, sale int64, reqs []Request) (res []Result, found []bool, err error) {
-	fields := make([]string, len(reqs))
-	for i, r := range reqs {
-		fields[i] = r.UserID + "|" + r.RequestID
+	parts, err := s.Parts(ctx, sale)
+	if err != nil {
+		return nil, nil, err
 	}
-	vals, err := s.rdb.HMGet(ctx, s.keys.Reqs(sale), fields...).Result()
+	cmds := make([]*redis.SliceCmd, len(reqs))
+	idx := map[int][]int{} // part → indexes of its requests
+	for i, r := range reqs {
+		n := partIndex(len(parts), r.UserID)
+		idx[n] = append(idx[n], i)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for n, is := range idx {
+			fields := make([]string, len(is))
+			for j, i := range is {
+				fields[j] = reqs[i].UserID + "|" + reqs[i].RequestID
+			}
+			cmds[is[0]] = p.HMGet(ctx, s.keys.Of(parts[n]).Reqs(), fields...)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("inventory: lookup sale %d: %w", sale, err)
 	}
 	res = make([]Result, len(reqs))
 	found = make([]bool, len(reqs))
-	for i, v := range vals {
-		str, ok := v.(string)
-		if !ok {
-			continue
+	for _, is := range idx {
+		for j, v := range cmds[is[0]].Val() {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			i := is[j]
+			if res[i], err = parseAnswer(str); err != nil {
+				return nil, nil, fmt.Errorf("inventory: lookup sale %d: %w", sale, err)
+			}
+			found[i] = true
 		}
-		if res[i], err = parseAnswer(str); err != nil {
-			return nil, nil, fmt.Errorf("inventory: lookup sale %d: %w", sale, err)
-		}
-		found[i] = true
 	}
 	return res, found, nil
 }
 
 // Warm loads a sale into Redis, or updates its settings when it is there.
-// With reset the counters are overwritten from s (a rebuild from the ledger);
-// without, an existing sale keeps its counters. It returns available units.
+// A new sale gets its parts (sale.Buckets of them, on different masters)
+// with its units split between them. With reset the counters are
+// overwritten from sale (a rebuild from the ledger, see Rebuild); without,
+// an existing sale keeps its counters. It returns the available units.
 func (s *Store) Warm(ctx context.Context, sale Sale, reset bool) (int64, error) {
+	parts, err := s.Parts(ctx, sale.ID)
+	if errors.Is(err, ErrSaleNotFound) {
+		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets))
+	}
+	if err != nil {
+		return 0, err
+	}
+	totals := split(sale.Total-sale.Sold, len(parts))
+	var avail int64
+	for i, p := range parts {
+		total, sold := totals[i], int64(0)
+		if i == 0 {
+			total, sold = totals[0]+sale.Sold, sale.Sold
+		}
+		a, err := s.warmPart(ctx, p, parts, sale, total, sold, reset)
+		if err != nil {
+			return 0, err
+		}
+		avail += a
+	}
+	s.announce(ctx, sale.ID)
+	return avail, nil
+}
+
+// warmPart runs warm.lua on one part.
+func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale Sale, total, sold int64, reset bool) (int64, error) {
 	var exp int64
 	if !sale.ExpireAt.IsZero() {
 		exp = sale.ExpireAt.UnixMilli()
@@ -214,19 +357,49 @@ func (s *Store) Warm(ctx context.Context, sale Sale, reset bool) (int64, error) 
 	if reset {
 		flag = "1"
 	}
-	avail, err := lua.Warm.Run(ctx, s.rdb, s.keys.All(sale.ID),
-		sale.Total, sale.Sold, sale.Limit, sale.Start.UnixMilli(), sale.End.UnixMilli(),
-		sale.Status, sale.PriceCents, exp, flag).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("inventory: warm sale %d: %w", sale.ID, err)
+	tags := ""
+	if p == parts[0] {
+		tags = tagList(parts)
 	}
-	s.announce(ctx, sale.ID)
+	avail, err := lua.Warm.Run(ctx, s.rdb, s.keys.Of(p).All(),
+		total, sold, sale.Limit, sale.Start.UnixMilli(), sale.End.UnixMilli(),
+		sale.Status, sale.PriceCents, exp, flag, len(parts), tags).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: warm sale %d (part %s): %w", sale.ID, p.Tag, err)
+	}
 	return avail, nil
 }
 
-// Restock adds qty units to a sale and returns the available units.
+// split divides n units between k parts as evenly as it can.
+func split(n int64, k int) []int64 {
+	out := make([]int64, k)
+	for i := range out {
+		out[i] = n / int64(k)
+		if int64(i) < n%int64(k) {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// Restock adds qty units to a sale (to its part with the fewest available
+// units; the rebalancer spreads them) and returns the available units.
 func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
-	avail, err := lua.Restock.Run(ctx, s.rdb, []string{s.keys.Stock(sale)}, qty).Int64()
+	parts, err := s.Parts(ctx, sale)
+	if err != nil {
+		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, err)
+	}
+	avails, err := s.available(ctx, parts)
+	if err != nil {
+		return 0, err
+	}
+	least := 0
+	for i, a := range avails {
+		if a < avails[least] {
+			least = i
+		}
+	}
+	avail, err := lua.Restock.Run(ctx, s.rdb, []string{s.keys.Of(parts[least]).Stock()}, qty).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, err)
 	}
@@ -234,15 +407,20 @@ func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
 		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, ErrSaleNotFound)
 	}
 	s.announce(ctx, sale)
-	return avail, nil
+	return sum(avails) - avails[least] + avail, nil
 }
 
-// Release returns a cancelled order's units to its sale. It is idempotent:
-// released is false when the order had been released before. A sale whose
-// keys are gone (expired long after its end) has nothing to release.
+// Release returns a cancelled order's units to its sale (to the part of
+// its user). It is idempotent: released is false when the order had been
+// released before. A sale whose keys are gone (expired long after its end)
+// has nothing to release.
 func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string, qty int64) (avail int64, released bool, err error) {
-	keys := []string{s.keys.Stock(sale), s.keys.Buyers(sale), s.keys.Released(sale)}
-	avail, err = lua.Release.Run(ctx, s.rdb, keys, orderID, userID, qty).Int64()
+	parts, err := s.Parts(ctx, sale)
+	if err != nil {
+		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
+	}
+	k := s.keys.Of(partFor(parts, userID))
+	avail, err = lua.Release.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Released()}, orderID, userID, qty).Int64()
 	if err != nil {
 		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
 	}
@@ -256,18 +434,25 @@ func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string,
 	return avail, true, nil
 }
 
-// SetStatus pauses ("pause"), resumes ("resume") or ends ("end") a sale and
-// returns its new merchant status.
+// SetStatus pauses ("pause"), resumes ("resume") or ends ("end") a sale,
+// every part of it, and returns its new merchant status.
 func (s *Store) SetStatus(ctx context.Context, sale int64, action string) (string, error) {
-	st, err := lua.Status.Run(ctx, s.rdb, []string{s.keys.Stock(sale)}, action).Text()
+	parts, err := s.Parts(ctx, sale)
 	if err != nil {
-		switch {
-		case strings.Contains(err.Error(), "sale_not_found"):
-			err = ErrSaleNotFound
-		case strings.Contains(err.Error(), "ended"):
-			err = ErrEnded
-		}
 		return "", fmt.Errorf("inventory: %s sale %d: %w", action, sale, err)
+	}
+	var st string
+	for _, p := range parts {
+		st, err = lua.Status.Run(ctx, s.rdb, []string{s.keys.Of(p).Stock()}, action).Text()
+		if err != nil {
+			switch {
+			case strings.Contains(err.Error(), "sale_not_found"):
+				err = ErrSaleNotFound
+			case strings.Contains(err.Error(), "ended"):
+				err = ErrEnded
+			}
+			return "", fmt.Errorf("inventory: %s sale %d: %w", action, sale, err)
+		}
 	}
 	s.announce(ctx, sale)
 	return st, nil
@@ -284,7 +469,7 @@ func (s *Store) announce(ctx context.Context, sale int64) {
 
 var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status"}
 
-// Stock reads a sale's stock hash.
+// Stock reads a sale's stock (its parts added up).
 func (s *Store) Stock(ctx context.Context, sale int64) (Stock, error) {
 	m, err := s.Stocks(ctx, []int64{sale})
 	if err != nil {
@@ -297,39 +482,80 @@ func (s *Store) Stock(ctx context.Context, sale int64) (Stock, error) {
 	return st, nil
 }
 
-// Stocks reads the stock hashes of several sales in one round trip. Sales
-// without one are missing from the map.
+// Stocks reads the stock of several sales, each the sum of its parts, in
+// one round trip (per master). Sales without stock are missing from the
+// map.
 func (s *Store) Stocks(ctx context.Context, sales []int64) (map[int64]Stock, error) {
-	cmds := make([]*redis.SliceCmd, len(sales))
+	type read struct {
+		sale int64
+		cmds []*redis.SliceCmd
+	}
+	reads := make([]read, 0, len(sales))
+	for _, id := range sales {
+		parts, err := s.Parts(ctx, id)
+		if errors.Is(err, ErrSaleNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		reads = append(reads, read{sale: id, cmds: make([]*redis.SliceCmd, len(parts))})
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range sales {
-			cmds[i] = p.HMGet(ctx, s.keys.Stock(id), stockFields...)
+		for _, r := range reads {
+			parts, _ := s.Parts(ctx, r.sale) // cached above
+			for i, part := range parts {
+				r.cmds[i] = p.HMGet(ctx, s.keys.Of(part).Stock(), stockFields...)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inventory: read stock: %w", err)
 	}
-	out := make(map[int64]Stock, len(sales))
-	for i, c := range cmds {
-		v := c.Val()
-		if v[0] == nil {
-			continue
+	out := make(map[int64]Stock, len(reads))
+	for _, r := range reads {
+		var sum Stock
+		present := false
+		for i, c := range r.cmds {
+			v := c.Val()
+			if v[0] == nil {
+				continue
+			}
+			st := stockOf(v)
+			if !present {
+				sum = st
+				present = true
+				continue
+			}
+			if i > 0 {
+				sum.Total += st.Total
+				sum.Available += st.Available
+				sum.Sold += st.Sold
+			}
 		}
-		out[sales[i]] = stockOf(v)
+		if present {
+			out[r.sale] = sum
+		}
 	}
 	return out, nil
 }
 
 // Buyers returns the units each user holds in a sale.
 func (s *Store) Buyers(ctx context.Context, sale int64) (map[string]int64, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.Buyers(sale)).Result()
+	parts, err := s.Parts(ctx, sale)
 	if err != nil {
-		return nil, fmt.Errorf("inventory: buyers of sale %d: %w", sale, err)
+		return nil, err
 	}
-	out := make(map[string]int64, len(m))
-	for u, v := range m {
-		out[u] = toInt(v)
+	out := map[string]int64{}
+	for _, p := range parts {
+		m, err := s.rdb.HGetAll(ctx, s.keys.Of(p).Buyers()).Result()
+		if err != nil {
+			return nil, fmt.Errorf("inventory: buyers of sale %d: %w", sale, err)
+		}
+		for u, v := range m {
+			out[u] += toInt(v)
+		}
 	}
 	return out, nil
 }
@@ -348,10 +574,17 @@ type AcceptedOrder struct {
 	PriceCents int64
 }
 
-// Accepted looks up an order accepted by buy.lua. ok is false when Redis
-// holds no such order.
-func (s *Store) Accepted(ctx context.Context, sale int64, orderID string) (o AcceptedOrder, ok bool, err error) {
-	v, err := s.rdb.HGet(ctx, s.keys.Orders(sale), orderID).Result()
+// Accepted looks up an order of user accepted by buy.lua. ok is false
+// when Redis holds no such order.
+func (s *Store) Accepted(ctx context.Context, sale int64, orderID, user string) (o AcceptedOrder, ok bool, err error) {
+	parts, err := s.Parts(ctx, sale)
+	if errors.Is(err, ErrSaleNotFound) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	v, err := s.rdb.HGet(ctx, s.keys.Of(partFor(parts, user)).Orders(), orderID).Result()
 	if errors.Is(err, redis.Nil) {
 		return o, false, nil
 	}
@@ -359,7 +592,7 @@ func (s *Store) Accepted(ctx context.Context, sale int64, orderID string) (o Acc
 		return o, false, fmt.Errorf("inventory: order %s: %w", orderID, err)
 	}
 	o, err = parseAccepted(sale, orderID, v)
-	return o, err == nil, err
+	return o, err == nil && o.UserID == user, err
 }
 
 // toInt reads an integer reply that Redis may give as a number or a string.
@@ -374,8 +607,8 @@ func toInt(v any) int64 {
 	return 0
 }
 
-// Snapshot is everything Redis holds about a sale's sold units, read in one
-// MULTI/EXEC so the parts agree with each other.
+// Snapshot is everything Redis holds about a sale's sold units, each part
+// read in one MULTI/EXEC so its pieces agree with each other.
 type Snapshot struct {
 	Present  bool
 	Stock    Stock
@@ -385,77 +618,132 @@ type Snapshot struct {
 	// Outbox is the number of outbox entries (buy calls that accepted
 	// orders) not yet confirmed by the broker.
 	Outbox int64
-	At     time.Time
+	// InTransit are units the rebalancer took out of one bucket and has not
+	// yet delivered to another: part of the sale's total, in no part's.
+	InTransit int64
+	At        time.Time
 }
 
-// Snapshot reads a sale's state atomically. It is O(orders): for the
+// Snapshot reads a sale's state, part by part. It is O(orders): for the
 // reconciler, not for the request path.
 func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
-	var (
-		stock    *redis.SliceCmd
-		buyers   *redis.MapStringStringCmd
-		accepted *redis.MapStringStringCmd
-		released *redis.StringSliceCmd
-		outbox   *redis.IntCmd
-		now      *redis.TimeCmd
-	)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		stock = p.HMGet(ctx, s.keys.Stock(sale), stockFields...)
-		buyers = p.HGetAll(ctx, s.keys.Buyers(sale))
-		accepted = p.HGetAll(ctx, s.keys.Orders(sale))
-		released = p.SMembers(ctx, s.keys.Released(sale))
-		outbox = p.XLen(ctx, s.keys.Outbox(sale))
-		now = p.Time(ctx)
-		return nil
-	})
+	snap := Snapshot{Buyers: map[string]int64{}, Accepted: map[string]AcceptedOrder{}, Released: map[string]bool{}}
+	parts, err := s.Parts(ctx, sale)
+	if errors.Is(err, ErrSaleNotFound) {
+		return snap, nil
+	}
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("inventory: snapshot of sale %d: %w", sale, err)
+		return snap, err
 	}
-	snap := Snapshot{
-		Buyers: map[string]int64{}, Accepted: map[string]AcceptedOrder{}, Released: map[string]bool{},
-		Outbox: outbox.Val(), At: now.Val(),
-	}
-	if v := stock.Val(); v[0] != nil {
-		snap.Present = true
-		snap.Stock = stockOf(v)
-	}
-	for u, n := range buyers.Val() {
-		snap.Buyers[u] = toInt(n)
-	}
-	for id, rec := range accepted.Val() {
-		o, err := parseAccepted(sale, id, rec)
+	moves := map[string]int64{}   // move id → units, leaving some part
+	arrived := map[string]bool{} // move ids some part received
+	for i, p := range parts {
+		k := s.keys.Of(p)
+		var (
+			stock    *redis.SliceCmd
+			buyers   *redis.MapStringStringCmd
+			accepted *redis.MapStringStringCmd
+			released *redis.StringSliceCmd
+			outbox   *redis.IntCmd
+			out      *redis.MapStringStringCmd
+			in       *redis.StringSliceCmd
+		)
+		_, err := s.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+			stock = pl.HMGet(ctx, k.Stock(), stockFields...)
+			buyers = pl.HGetAll(ctx, k.Buyers())
+			accepted = pl.HGetAll(ctx, k.Orders())
+			released = pl.SMembers(ctx, k.Released())
+			outbox = pl.XLen(ctx, k.Outbox())
+			out = pl.HGetAll(ctx, k.Moves())
+			in = pl.SMembers(ctx, k.Arrived())
+			return nil
+		})
 		if err != nil {
-			return Snapshot{}, err
+			return Snapshot{}, fmt.Errorf("inventory: snapshot of sale %d: %w", sale, err)
 		}
-		snap.Accepted[id] = o
+		now, err := s.rdb.Time(ctx).Result()
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("inventory: snapshot of sale %d: %w", sale, err)
+		}
+		if now.After(snap.At) {
+			snap.At = now
+		}
+		if v := stock.Val(); v[0] != nil {
+			st := stockOf(v)
+			if i == 0 {
+				snap.Present, snap.Stock = true, st
+			} else {
+				snap.Stock.Total += st.Total
+				snap.Stock.Available += st.Available
+				snap.Stock.Sold += st.Sold
+			}
+		}
+		for u, n := range buyers.Val() {
+			snap.Buyers[u] += toInt(n)
+		}
+		for id, rec := range accepted.Val() {
+			o, err := parseAccepted(sale, id, rec)
+			if err != nil {
+				return Snapshot{}, err
+			}
+			snap.Accepted[id] = o
+		}
+		for _, id := range released.Val() {
+			snap.Released[id] = true
+		}
+		snap.Outbox += outbox.Val()
+		for id, v := range out.Val() {
+			_, n, _ := strings.Cut(v, "|")
+			moves[id] = toInt(n)
+		}
+		for _, id := range in.Val() {
+			arrived[id] = true
+		}
 	}
-	for _, id := range released.Val() {
-		snap.Released[id] = true
+	for id, n := range moves {
+		if !arrived[id] {
+			snap.InTransit += n
+		}
 	}
 	return snap, nil
 }
 
-// Rebuild replaces a sale's per-order state in Redis with the ledger's:
-// units per user, accepted orders (and their request ids, so retries still
-// find them), released orders; then the stock hash itself, with its
-// counters reset from sale. Callers make sure no buys run meanwhile (the
-// sale is paused or its stock hash is gone).
+// Rebuild replaces a sale's state in Redis with the ledger's: its parts
+// (placed again), units per user, accepted orders (and their request ids,
+// so retries still find them), released orders, and each part's counters
+// (each part's sold units are its users'; the units left are split
+// between the parts). Callers make sure no buys run meanwhile (the sale is
+// paused or its stock is gone).
 func (s *Store) Rebuild(ctx context.Context, sale Sale, orders []AcceptedOrder, cancelled map[string]bool) error {
-	keys := []string{s.keys.Buyers(sale.ID), s.keys.Reqs(sale.ID), s.keys.Orders(sale.ID), s.keys.Released(sale.ID)}
-	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
-		return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
+	old, err := s.Parts(ctx, sale.ID)
+	if err != nil && !errors.Is(err, ErrSaleNotFound) {
+		return err
 	}
+	for _, p := range old {
+		if err := s.rdb.Del(ctx, s.keys.Of(p).All()...).Err(); err != nil {
+			return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
+		}
+	}
+	s.forget(sale.ID)
+	parts, err := s.place(ctx, sale.ID, max(1, sale.Buckets))
+	if err != nil {
+		return err
+	}
+	sold := make([]int64, len(parts))
 	const chunk = 1000
 	for start := 0; start < len(orders); start += chunk {
 		part := orders[start:min(start+chunk, len(orders))]
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, o := range part {
-				p.HSet(ctx, s.keys.Orders(sale.ID), o.OrderID, o.record())
-				p.HSet(ctx, s.keys.Reqs(sale.ID), o.UserID+"|"+o.RequestID, fmt.Sprintf("ok|%s|%d|0", o.OrderID, o.Qty))
+				n := partIndex(len(parts), o.UserID)
+				k := s.keys.Of(parts[n])
+				p.HSet(ctx, k.Orders(), o.OrderID, o.record())
+				p.HSet(ctx, k.Reqs(), o.UserID+"|"+o.RequestID, fmt.Sprintf("ok|%s|%d|0", o.OrderID, o.Qty))
 				if cancelled[o.OrderID] {
-					p.SAdd(ctx, s.keys.Released(sale.ID), o.OrderID)
+					p.SAdd(ctx, k.Released(), o.OrderID)
 				} else {
-					p.HIncrBy(ctx, s.keys.Buyers(sale.ID), o.UserID, o.Qty)
+					p.HIncrBy(ctx, k.Buyers(), o.UserID, o.Qty)
+					sold[n] += o.Qty
 				}
 			}
 			return nil
@@ -464,8 +752,14 @@ func (s *Store) Rebuild(ctx context.Context, sale Sale, orders []AcceptedOrder, 
 			return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
 		}
 	}
-	_, err := s.Warm(ctx, sale, true)
-	return err
+	left := split(sale.Total-sale.Sold, len(parts))
+	for i, p := range parts {
+		if _, err := s.warmPart(ctx, p, parts, sale, sold[i]+left[i], sold[i], true); err != nil {
+			return err
+		}
+	}
+	s.announce(ctx, sale.ID)
+	return nil
 }
 
 func stockOf(v []any) Stock {

@@ -185,7 +185,7 @@ func TestReserveWritesOutboxEvent(t *testing.T) {
 	if ev.At < before || ev.At > time.Now().UnixMilli()+1000 {
 		t.Errorf("event ts = %d, want about now", ev.At)
 	}
-	acc, ok, err := e.inv.Accepted(ctx, sale, r.OrderID)
+	acc, ok, err := e.inv.Accepted(ctx, sale, r.OrderID, "alice")
 	if err != nil || !ok || acc.UserID != "alice" || acc.Qty != 3 || acc.RequestID != "req-0001" {
 		t.Errorf("accepted order = %+v, %v, %v", acc, ok, err)
 	}
@@ -547,7 +547,7 @@ func BenchmarkReserve(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-			_ = e.rdb.Del(ctx, e.keys.All(sale)...)
+			_ = e.rdb.Del(ctx, e.keys.Of(inventory.First(sale)).All()...)
 		})
 	}
 }

@@ -20,6 +20,10 @@ var (
 	releaseSrc string
 	//go:embed status.lua
 	statusSrc string
+	//go:embed move.lua
+	moveSrc string
+	//go:embed accept.lua
+	acceptSrc string
 )
 
 // The scripts, ready to Run.
@@ -29,4 +33,6 @@ var (
 	Restock = redis.NewScript(restockSrc)
 	Release = redis.NewScript(releaseSrc)
 	Status  = redis.NewScript(statusSrc)
+	Move    = redis.NewScript(moveSrc)
+	Accept  = redis.NewScript(acceptSrc)
 )

@@ -1,16 +1,19 @@
--- warm.lua loads a sale's stock hash into Redis ("warm-up") or updates its
--- settings. The counters (total, available, sold) are written only when the
--- hash is new or ARGV[9] is "1" (a rebuild from the MySQL ledger); otherwise
--- they are left alone, so warming a running sale never resets its stock.
+-- warm.lua loads one part of a sale (the whole sale, or one bucket) into
+-- Redis ("warm-up") or updates its settings. The counters (total,
+-- available, sold) are written only when the hash is new or ARGV[9] is "1"
+-- (a rebuild from the ledger); otherwise they are left alone, so warming a
+-- running sale never resets its stock.
 --
 -- KEYS[1] stock hash
--- KEYS[2..n] the sale's other keys, given the same expiry
+-- KEYS[2..n] the part's other keys, given the same expiry
 -- ARGV[1] total   ARGV[2] sold      ARGV[3] per-user limit
 -- ARGV[4] start   ARGV[5] end       (unix ms)
 -- ARGV[6] status (active|paused|ended)
 -- ARGV[7] unit price in cents
 -- ARGV[8] expire_at (unix ms; 0 for none)
 -- ARGV[9] "1" to overwrite the counters
+-- ARGV[10] buckets: how many parts the sale has
+-- ARGV[11] tags of the other parts, comma-separated (first part only; '')
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -22,7 +25,10 @@ if fresh or ARGV[9] == '1' then
   redis.call('HDEL', KEYS[1], 'ttl')
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
-  'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8])
+  'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10])
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[1], 'tags', ARGV[11])
+end
 local available = tonumber(redis.call('HGET', KEYS[1], 'available'))
 local exp = tonumber(ARGV[8])
 for k = 1, #KEYS do

@@ -50,6 +50,7 @@ const (
 	MaxTotal      = 100_000_000
 	MaxPriceCents = 10_000_000_000 // 100,000,000.00 a unit
 	MaxNameLen    = 200
+	MaxBuckets    = 64
 )
 
 // The window of a sale lies within these years, which both MySQL's
@@ -85,7 +86,10 @@ type Sale struct {
 	StartsAt     time.Time `db:"starts_at"`
 	EndsAt       time.Time `db:"ends_at"`
 	// Status is the merchant's setting: active, paused or ended.
-	Status    string    `db:"status"`
+	Status string `db:"status"`
+	// Buckets is how many parts the sale's stock is split into in Redis
+	// (1 to MaxBuckets), fixed at creation.
+	Buckets   int       `db:"buckets"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
 }
@@ -155,6 +159,9 @@ func (s Sale) Validate() error {
 	}
 	if s.PerUserLimit < 1 || s.PerUserLimit > s.Total {
 		bad("per_user_limit", "must be between 1 and the total")
+	}
+	if s.Buckets < 1 || s.Buckets > MaxBuckets {
+		bad("buckets", "must be between 1 and 64")
 	}
 	for _, f := range []struct {
 		name string

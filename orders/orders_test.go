@@ -48,7 +48,7 @@ func TestValidRequestID(t *testing.T) {
 
 func TestSaleValidate(t *testing.T) {
 	now := time.Now()
-	good := orders.Sale{Name: "n", Item: "i", PriceCents: 0, Total: 10, PerUserLimit: 10, StartsAt: now, EndsAt: now.Add(time.Minute)}
+	good := orders.Sale{Name: "n", Item: "i", PriceCents: 0, Total: 10, PerUserLimit: 10, StartsAt: now, EndsAt: now.Add(time.Minute), Buckets: 1}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,7 @@ func TestSaleValidate(t *testing.T) {
 		{"price_cents", func(s *orders.Sale) { s.PriceCents = -1 }},
 		{"total", func(s *orders.Sale) { s.Total = orders.MaxTotal + 1 }},
 		{"per_user_limit", func(s *orders.Sale) { s.PerUserLimit = 11 }},
+		{"buckets", func(s *orders.Sale) { s.Buckets = 65 }},
 		{"ends_at", func(s *orders.Sale) { s.EndsAt = s.StartsAt }},
 	}
 	for _, tc := range tests {

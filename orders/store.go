@@ -167,18 +167,18 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return nil
 }
 
-const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, created_at, updated_at`
+const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, created_at, updated_at`
 
 const insertSale = `
-INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)`
+INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`
 
 // CreateSale stores a new sale with its initial stock movement and returns
 // it with its id. Run it in InTx together with the Redis warm-up.
 func (s *Store) CreateSale(ctx context.Context, sale Sale, now time.Time) (Sale, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	res, err := s.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
-		sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), now, now)
+		sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), max(1, sale.Buckets), now, now)
 	if err != nil {
 		return Sale{}, fmt.Errorf("orders: create sale: %w", err)
 	}

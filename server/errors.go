@@ -58,6 +58,7 @@ var errorTable = []struct {
 	{orders.ErrCancelled, http.StatusConflict, "order_cancelled", "The order was cancelled: its payment window has closed."},
 	{orders.ErrExpired, http.StatusConflict, "order_cancelled", "The order's payment window has closed."},
 	{orders.ErrPaid, http.StatusConflict, "order_paid", "The order is paid and cannot be cancelled."},
+	{inventory.ErrNotDurable, http.StatusServiceUnavailable, "unavailable", "Your purchase could not be confirmed yet; retry with the same request_id."},
 	{errUnavailable, http.StatusServiceUnavailable, "unavailable", "The service is busy or a backing service is down; please retry shortly."},
 }
 
@@ -82,7 +83,11 @@ func toError(err error) *Error {
 	}
 	for _, row := range errorTable {
 		if errors.Is(err, row.err) {
-			return &Error{Status: row.status, Code: row.code, Message: row.msg}
+			e := &Error{Status: row.status, Code: row.code, Message: row.msg}
+			if row.status == http.StatusServiceUnavailable {
+				e.RetryAfter = time.Second
+			}
+			return e
 		}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Something went wrong on our side."}

@@ -90,7 +90,7 @@ func (s *Server) unpersistedOrder(ctx context.Context, id, user string) (orderJS
 	if sale == 0 {
 		return orderJSON{}, orders.ErrNotFound
 	}
-	acc, ok, err := s.inv.Accepted(ctx, sale, id)
+	acc, ok, err := s.inv.Accepted(ctx, sale, id, user)
 	if err != nil {
 		return orderJSON{}, classify(err)
 	}

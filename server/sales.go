@@ -26,6 +26,7 @@ type saleJSON struct {
 	StartsAt     time.Time `json:"starts_at"`
 	EndsAt       time.Time `json:"ends_at"`
 	Status       string    `json:"status"`
+	Buckets      int       `json:"buckets"`
 	ServerTime   time.Time `json:"server_time"`
 }
 
@@ -39,7 +40,8 @@ func saleView(sl orders.Sale, st inventory.Stock, hasStock bool, now time.Time) 
 	return saleJSON{
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
-		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: st.StatusAt(now), ServerTime: now.UTC(),
+		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: st.StatusAt(now), Buckets: sl.Buckets,
+		ServerTime: now.UTC(),
 	}
 }
 
@@ -115,9 +117,10 @@ func (s *Server) writeSale(c *gin.Context, status int, sl orders.Sale) {
 	c.JSON(status, views[0])
 }
 
-// saleRequest is the body of creating (every field required) or patching
-// (any field but total) a sale.
+// saleRequest is the body of creating (every field required but buckets)
+// or patching (any field but total and buckets) a sale.
 type saleRequest struct {
+	Buckets      *int       `json:"buckets"`
 	Name         *string    `json:"name"`
 	Item         *string    `json:"item"`
 	PriceCents   *int64     `json:"price_cents"`
@@ -164,7 +167,7 @@ func (r saleRequest) missing() []orders.FieldError {
 func StockOf(sl orders.Sale, keep time.Duration) inventory.Sale {
 	return inventory.Sale{
 		ID: sl.ID, Total: sl.Total, Limit: sl.PerUserLimit, PriceCents: sl.PriceCents,
-		Start: sl.StartsAt, End: sl.EndsAt, Status: sl.Status,
+		Start: sl.StartsAt, End: sl.EndsAt, Status: sl.Status, Buckets: sl.Buckets,
 		ExpireAt: sl.EndsAt.Add(keep),
 	}
 }
@@ -177,6 +180,9 @@ func (s *Server) stockOf(sl orders.Sale) inventory.Sale {
 // Redis refuses, the MySQL row is rolled back.
 func (s *Server) CreateSale(ctx context.Context, sl orders.Sale) (orders.Sale, error) {
 	sl.Status = inventory.StatusActive
+	if sl.Buckets == 0 {
+		sl.Buckets = 1
+	}
 	if err := sl.Validate(); err != nil {
 		return sl, err
 	}
@@ -201,7 +207,15 @@ func (s *Server) createSale(c *gin.Context) {
 		abort(c, &orders.ValidationError{Fields: fs})
 		return
 	}
-	sl, err := s.CreateSale(c.Request.Context(), orders.Sale{Total: *req.Total}.Apply(req.patch()))
+	sale := orders.Sale{Total: *req.Total, Buckets: 1}.Apply(req.patch())
+	if req.Buckets != nil {
+		if *req.Buckets == 0 { // out of range, not the default CreateSale would give
+			abort(c, &orders.ValidationError{Fields: []orders.FieldError{{Field: "buckets", Message: "must be between 1 and 64"}}})
+			return
+		}
+		sale.Buckets = *req.Buckets
+	}
+	sl, err := s.CreateSale(c.Request.Context(), sale)
 	if err != nil {
 		abort(c, err)
 		return
@@ -240,8 +254,15 @@ func (s *Server) updateSale(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	var fixed []orders.FieldError
 	if req.Total != nil {
-		abort(c, &orders.ValidationError{Fields: []orders.FieldError{{Field: "total", Message: "changes only by restock"}}})
+		fixed = append(fixed, orders.FieldError{Field: "total", Message: "changes only by restock"})
+	}
+	if req.Buckets != nil {
+		fixed = append(fixed, orders.FieldError{Field: "buckets", Message: "is fixed when the sale is created"})
+	}
+	if len(fixed) > 0 {
+		abort(c, &orders.ValidationError{Fields: fixed})
 		return
 	}
 	s.changeSale(c, func(ctx context.Context, tx *orders.Store, sl *orders.Sale) error {

@@ -80,7 +80,7 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 	rc := worker.RelayConfigOf(p.Config)
 	rc.Poll = 100 * time.Millisecond
-	return worker.NewRelay(p.Redis, p.Keys, p.Ledger, b, p.metrics, rc)
+	return worker.NewRelay(p.Redis, p.Keys, p.Inventory, p.Ledger, b, p.metrics, rc)
 }
 
 func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {

@@ -29,6 +29,11 @@ type SaleLister interface {
 	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
 }
 
+// PartLister tells a sale's stock parts: each has an outbox of its own.
+type PartLister interface {
+	Parts(ctx context.Context, sale int64) ([]inventory.Part, error)
+}
+
 // RelayConfig tunes a Relay.
 type RelayConfig struct {
 	// Batch is the most outbox entries (one per buy call, holding its
@@ -64,6 +69,7 @@ func RelayConfigOf(c configs.Config) RelayConfig {
 type Relay struct {
 	rdb      redis.UniversalClient
 	keys     inventory.Keys
+	parts    PartLister
 	sales    SaleLister
 	bus      bus.Bus
 	cfg      RelayConfig
@@ -72,7 +78,7 @@ type Relay struct {
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, parts PartLister, sales SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -81,7 +87,7 @@ func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, 
 		cfg.Pack = 1
 	}
 	return &Relay{
-		rdb: rdb, keys: keys, sales: sales, bus: b, cfg: cfg, metrics: m,
+		rdb: rdb, keys: keys, parts: parts, sales: sales, bus: b, cfg: cfg, metrics: m,
 		consumer: fmt.Sprintf("relay-%s-%d-%s", host, os.Getpid(), strconv.FormatUint(rand.Uint64()&0xffffffff, 36)),
 	}
 }
@@ -90,7 +96,7 @@ func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, sales SaleLister, 
 // still hold (within a few seconds) and returns.
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	running := map[int64]context.CancelFunc{}
+	running := map[inventory.Part]context.CancelFunc{}
 	defer func() {
 		for _, stop := range running {
 			stop()
@@ -100,23 +106,21 @@ func (r *Relay) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.cfg.Poll)
 	defer tick.Stop()
 	for {
-		ids, err := r.sales.SaleIDs(ctx, time.Now().Add(-r.cfg.Lookback))
+		live, err := r.liveParts(ctx)
 		if err != nil && ctx.Err() == nil {
 			slog.Warn("relay: listing live sales failed", "err", err)
 		}
-		live := map[int64]bool{}
-		for _, id := range ids {
-			live[id] = true
-			if _, ok := running[id]; !ok {
+		for p := range live {
+			if _, ok := running[p]; !ok {
 				sctx, stop := context.WithCancel(ctx)
-				running[id] = stop
-				wg.Go(func() { r.relaySale(sctx, id) })
+				running[p] = stop
+				wg.Go(func() { r.relayPart(sctx, p) })
 			}
 		}
-		for id, stop := range running {
-			if !live[id] && err == nil {
+		for p, stop := range running {
+			if !live[p] && err == nil {
 				stop()
-				delete(running, id)
+				delete(running, p)
 			}
 		}
 		select {
@@ -127,17 +131,37 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// relaySale moves one sale's outbox to the broker until ctx ends, then
+// liveParts lists the parts of every sale whose outbox may hold events.
+func (r *Relay) liveParts(ctx context.Context) (map[inventory.Part]bool, error) {
+	ids, err := r.sales.SaleIDs(ctx, time.Now().Add(-r.cfg.Lookback))
+	live := map[inventory.Part]bool{}
+	for _, id := range ids {
+		parts, perr := r.parts.Parts(ctx, id)
+		if errors.Is(perr, inventory.ErrSaleNotFound) {
+			parts, perr = []inventory.Part{inventory.First(id)}, nil
+		}
+		if perr != nil {
+			err = errors.Join(err, perr)
+			continue
+		}
+		for _, p := range parts {
+			live[p] = true
+		}
+	}
+	return live, err
+}
+
+// relayPart moves one part's outbox to the broker until ctx ends, then
 // drains what is left.
-func (r *Relay) relaySale(ctx context.Context, sale int64) {
-	s := &saleRelay{Relay: r, sale: sale, stream: r.keys.Outbox(sale), ownPending: true}
+func (r *Relay) relayPart(ctx context.Context, p inventory.Part) {
+	s := &saleRelay{Relay: r, sale: p.Sale, stream: r.keys.Of(p).Outbox(), ownPending: true}
 	bo := newBackoff()
 	for ctx.Err() == nil {
 		if err := s.step(ctx, true); err != nil {
 			if ctx.Err() != nil {
 				break
 			}
-			slog.Warn("relay: retrying", "sale", sale, "err", err, "in", bo.peek())
+			slog.Warn("relay: retrying", "sale", p.Sale, "part", p.Tag, "err", err, "in", bo.peek())
 			s.ownPending = true
 			_ = bo.wait(ctx)
 			continue
@@ -152,7 +176,7 @@ func (r *Relay) relaySale(ctx context.Context, sale int64) {
 	for dctx.Err() == nil {
 		n, err := s.drainStep(dctx)
 		if err != nil {
-			slog.Warn("relay: final drain incomplete; another relay will claim the rest", "sale", sale, "err", err)
+			slog.Warn("relay: final drain incomplete; another relay will claim the rest", "sale", p.Sale, "err", err)
 			return
 		}
 		if n == 0 {

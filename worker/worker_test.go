@@ -607,3 +607,48 @@ func testReconcileFindsLostOrders(t *testing.T, p *pipeline) {
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
 }
+
+// TestBucketedSalePipeline: a sale split into 3 buckets goes through the
+// pipeline as one sale (every order in the ledger once, reconcile clean),
+// and after Redis loses it, the repair rebuilds its buckets from the
+// ledger: stock, per-user caps and request ids.
+func TestBucketedSalePipeline(t *testing.T) {
+	p := newPipeline(t)
+	p.startAll(t)
+	ctx := context.Background()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 300, Limit: 2, PriceCents: 100, Buckets: 3})
+	accepted := p.buy(t, sale, 200, 32, "bucketed")
+	if len(accepted) != 200 {
+		t.Fatalf("%d of 200 buys accepted", len(accepted))
+	}
+	p.waitPersisted(t, sale.ID, len(accepted), 30*time.Second)
+	p.checkLedger(t, sale, accepted)
+	p.checkReconciles(t, sale.ID)
+	sold := int64(0)
+	for _, b := range accepted {
+		sold += b.Qty
+	}
+
+	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
+	p.Inventory = inventory.New(p.Redis, p.Keys) // a process that never saw the sale
+	if err := p.reconciler().Repair(ctx, sale.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := p.Inventory.Parts(ctx, sale.ID)
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("parts after the repair: %v, %v", parts, err)
+	}
+	st, _ := p.Inventory.Stock(ctx, sale.ID)
+	if st.Sold != sold || st.Available != 300-sold || st.Total != 300 {
+		t.Errorf("after the repair: %+v, want %d sold", st, sold)
+	}
+	p.checkReconciles(t, sale.ID)
+	srv := p.Env.Server(t, nil)
+	for _, b := range accepted[:20] {
+		if b.Qty == 2 {
+			if status, _ := buyOnce(t, srv.Handler(), sale.ID, b.User, 1, "bucketed-over"); status != http.StatusConflict {
+				t.Errorf("%s at the limit bought after the repair: %d", b.User, status)
+			}
+		}
+	}
+}

@@ -51,7 +51,7 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*system, error) {
 	b := memory.New()
 	sys.closers = append(sys.closers, b.Close)
 	sys.rdb, sys.db, sys.bus = rdb, db, b
-	sys.inv = inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix))
+	sys.inv = inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix)).WithDurability(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout)
 	sys.ledger = orders.NewStore(db)
 	sys.checks = map[string]func(context.Context) error{
 		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },

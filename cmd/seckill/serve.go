@@ -99,6 +99,11 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 	}
 	background := context.WithoutCancel(ctx)
 	stopRelay := start(background, "relay", sys.relay().Run)
+	stopRebalancer := start(background, "rebalancer", func(ctx context.Context) error {
+		sys.inv.RunRebalancer(ctx, sys.ledger, cfg.PaymentWindow+cfg.SaleRetention, time.Second)
+		return nil
+	})
+	defer stopRebalancer()
 	stopWorker := func() {}
 	if withWorker {
 		stopWorker = start(background, "worker", sys.worker().Run)

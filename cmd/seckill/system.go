@@ -62,7 +62,7 @@ func open(ctx context.Context, cfg configs.Config) (*system, error) {
 	b := rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
 	sys.closers = append(sys.closers, b.Close)
 	sys.rdb, sys.db, sys.bus = rdb, db, b
-	sys.inv = inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix))
+	sys.inv = inventory.New(rdb, inventory.NewKeys(cfg.RedisPrefix)).WithDurability(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout)
 	sys.ledger = orders.NewStore(db)
 	sys.checks = map[string]func(context.Context) error{
 		"redis":    func(ctx context.Context) error { return inventory.EachMaster(ctx, rdb, pingRedis) },
@@ -134,7 +134,7 @@ func (s *system) checkDurability(ctx context.Context) error {
 }
 
 func (s *system) relay() *worker.Relay {
-	return worker.NewRelay(s.rdb, s.inv.Keys(), s.ledger, s.bus, s.metrics, worker.RelayConfigOf(s.cfg))
+	return worker.NewRelay(s.rdb, s.inv.Keys(), s.inv, s.ledger, s.bus, s.metrics, worker.RelayConfigOf(s.cfg))
 }
 
 func (s *system) worker() *worker.Worker {

@@ -114,7 +114,7 @@ func New(t testing.TB, overrides ...string) *Env {
 	e := &Env{Config: cfg}
 	e.Redis = Redis(t, cfg)
 	e.Keys = inventory.NewKeys(cfg.RedisPrefix)
-	e.Inventory = inventory.New(e.Redis, e.Keys)
+	e.Inventory = inventory.New(e.Redis, e.Keys).WithDurability(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout)
 	e.DB = MySQL(t, cfg)
 	e.Ledger = orders.NewStore(e.DB)
 	return e
@@ -284,7 +284,7 @@ func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = worker.NewRelay(e.Redis, e.Keys, e.Ledger, broker, m, worker.RelayConfigOf(e.Config)).Run(ctx)
+		_ = worker.NewRelay(e.Redis, e.Keys, e.Inventory, e.Ledger, broker, m, worker.RelayConfigOf(e.Config)).Run(ctx)
 	})
 	wg.Go(func() { _ = worker.New(broker, e.Ledger, e.Inventory, m, worker.ConfigOf(e.Config)).Run(ctx) })
 	t.Cleanup(func() { stop(); wg.Wait() })
@@ -303,6 +303,7 @@ func HTTP(t testing.TB, h http.Handler) *httptest.Server {
 type SaleSpec struct {
 	Total, Limit, PriceCents int64
 	Start, End               time.Time
+	Buckets                  int
 }
 
 // MustSale creates a sale through srv, as the admin API does.
@@ -324,7 +325,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
 	sl, err := srv.CreateSale(context.Background(), orders.Sale{
 		Name: "Test sale", Item: "Test item", PriceCents: spec.PriceCents, Total: spec.Total,
 		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
-		EndsAt: spec.End.UTC().Truncate(time.Millisecond),
+		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
 	})
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)

@@ -146,6 +146,8 @@ async function formView(id) {
     price_cents: ["Price (cents)", { type: "number", min: "0", step: "1", value: sale ? sale.price_cents : "" }],
     total: ["Units for sale", { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
     per_user_limit: ["Limit per customer", { type: "number", min: "1", step: "1", value: sale ? sale.per_user_limit : "1" }],
+    buckets: ["Stock buckets (1–64; more spread a hot sale over Redis masters)",
+      { type: "number", min: "1", max: "64", step: "1", value: sale ? sale.buckets : "1", disabled: !!sale }],
     starts_at: ["Starts", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
     ends_at: ["Ends", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
   };
@@ -315,7 +317,8 @@ async function dashboardView(id) {
   v.show(
     el("div", { class: "row", style: "justify-content:space-between" },
       el("div", {}, el("h1", { style: "margin-bottom:.2rem", id: "sale-name" }, userText(sale.name)),
-        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item), ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}`))),
+        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item),
+          ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "")))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
         el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
     dead,

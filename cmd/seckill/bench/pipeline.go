@@ -62,7 +62,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	m := worker.NewMetrics(prometheus.NewRegistry())
 	rc := worker.RelayConfigOf(cfg)
 	rc.Poll = 50 * time.Millisecond
-	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Ledger, e.Broker, m, rc)
+	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Inv, e.Ledger, e.Broker, m, rc)
 	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, worker.ConfigOf(cfg))
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)

@@ -1,0 +1,433 @@
+package inventory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Hot-sale buckets. One sale is one hash slot, so one hot sale is bounded
+// by one Redis core however large the cluster. A sale created with
+// buckets: K keeps K parts, each a stock hash with its own keys and hash
+// tag, placed on different masters, its units split between them. Each
+// user is pinned to one part by a hash of the user id (partFor, the one
+// place that maps a user to a part), so the per-user cap and idempotency
+// stay inside one atomic script. When a user's part runs out while others
+// have units, units are moved over (move.lua, then accept.lua) and the
+// request is decided again; sold_out is answered only when every part is
+// empty. A rebalancer evens the parts out in the background.
+
+// maxCachedSales bounds the cache of sales' parts.
+const maxCachedSales = 100_000
+
+// Parts returns a sale's parts, read from its first part's stock hash once
+// and cached (they are fixed when the sale is created); ErrSaleNotFound if
+// Redis holds no stock for it.
+func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
+	s.mu.Lock()
+	parts, ok := s.parts[sale]
+	s.mu.Unlock()
+	if ok {
+		return parts, nil
+	}
+	v, err := s.rdb.HMGet(ctx, s.keys.Stock(sale), "total", "tags").Result()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: parts of sale %d: %w", sale, err)
+	}
+	if v[0] == nil {
+		return nil, fmt.Errorf("inventory: sale %d: %w", sale, ErrSaleNotFound)
+	}
+	parts = []Part{First(sale)}
+	if tags, _ := v[1].(string); tags != "" {
+		for _, t := range strings.Split(tags, ",") {
+			parts = append(parts, Part{Sale: sale, Tag: t})
+		}
+	}
+	s.remember(sale, parts)
+	return parts, nil
+}
+
+func (s *Store) remember(sale int64, parts []Part) {
+	s.mu.Lock()
+	if len(s.parts) >= maxCachedSales {
+		clear(s.parts)
+	}
+	s.parts[sale] = parts
+	s.mu.Unlock()
+}
+
+func (s *Store) forget(sale int64) {
+	s.mu.Lock()
+	delete(s.parts, sale)
+	s.mu.Unlock()
+}
+
+// partIndex is the part a user is pinned to, of k.
+func partIndex(k int, user string) int {
+	if k <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return int(h.Sum32() % uint32(k))
+}
+
+// partFor is the part of a sale that holds user's units, requests and
+// orders.
+func partFor(parts []Part, user string) Part { return parts[partIndex(len(parts), user)] }
+
+// tagList is the first part's record of the others' tags.
+func tagList(parts []Part) string {
+	tags := make([]string, 0, len(parts)-1)
+	for _, p := range parts[1:] {
+		tags = append(tags, p.Tag)
+	}
+	return strings.Join(tags, ",")
+}
+
+// place chooses the tags of a new sale's k parts: the first is the sale id;
+// on a cluster the others are "<sale>.<n>" with n picked so that the parts
+// land on masters not used yet (while there are some), elsewhere n = 1..k-1.
+func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
+	parts := []Part{First(sale)}
+	cc, cluster := s.rdb.(*redis.ClusterClient)
+	used := map[string]bool{}
+	var masters int
+	if cluster && k > 1 {
+		slots, err := cc.ClusterSlots(ctx).Result()
+		if err != nil {
+			return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
+		}
+		owner := func(key string) (string, error) {
+			slot, err := cc.ClusterKeySlot(ctx, key).Result()
+			if err != nil {
+				return "", err
+			}
+			for _, r := range slots {
+				if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
+					return r.Nodes[0].Addr, nil
+				}
+			}
+			return "", fmt.Errorf("slot %d has no master", slot)
+		}
+		seen := map[string]bool{}
+		for _, r := range slots {
+			if len(r.Nodes) > 0 {
+				seen[r.Nodes[0].Addr] = true
+			}
+		}
+		masters = len(seen)
+		m, err := owner(s.keys.Stock(sale))
+		if err != nil {
+			return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
+		}
+		used[m] = true
+		for n := 1; len(parts) < k && n < 10_000; n++ {
+			p := Part{Sale: sale, Tag: fmt.Sprintf("%d.%d", sale, n)}
+			m, err := owner(s.keys.Of(p).Stock())
+			if err != nil {
+				return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
+			}
+			if used[m] && len(used) < masters {
+				continue
+			}
+			used[m] = true
+			parts = append(parts, p)
+		}
+	}
+	for n := len(parts); len(parts) < k; n++ {
+		parts = append(parts, Part{Sale: sale, Tag: fmt.Sprintf("%d.%d", sale, n)})
+	}
+	s.remember(sale, parts)
+	return parts, nil
+}
+
+// available reads how many units each part has.
+func (s *Store) available(ctx context.Context, parts []Part) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			cmds[i] = p.HGet(ctx, s.keys.Of(part).Stock(), "available")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("inventory: stock of sale %d: %w", parts[0].Sale, err)
+	}
+	out := make([]int64, len(parts))
+	for i, c := range cmds {
+		out[i], _ = c.Int64()
+	}
+	return out, nil
+}
+
+func sum(xs []int64) int64 {
+	var t int64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// masterFor returns the client of the master that holds key (on a
+// cluster), or the client itself.
+func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Client:
+		return c, nil
+	}
+	return nil, fmt.Errorf("inventory: unsupported Redis client %T", rdb)
+}
+
+// reserveBuckets decides a batch for a sale with several parts: each
+// part's requests in one call (concurrently), softly; a part that lacked
+// units gets some moved over from the fullest part and decides those
+// requests again, for good.
+func (s *Store) reserveBuckets(ctx context.Context, sale int64, parts []Part, reqs []Request) ([]Result, saleState, error) {
+	byPart := map[int][]int{}
+	for i, r := range reqs {
+		n := partIndex(len(parts), r.UserID)
+		byPart[n] = append(byPart[n], i)
+	}
+	out := make([]Result, len(reqs))
+	var (
+		mu     sync.Mutex
+		st     saleState
+		errs   []error
+		wg     sync.WaitGroup
+		soldIn = map[int]bool{} // parts that reported no units left
+	)
+	for n, is := range byPart {
+		wg.Go(func() {
+			err := s.decidePart(ctx, parts, n, reqs, is, out)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			for _, i := range is {
+				if errors.Is(out[i].Err, ErrSoldOut) {
+					soldIn[n] = true
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, saleState{}, err
+	}
+	avails, err := s.available(ctx, parts)
+	if err != nil {
+		return nil, saleState{}, err
+	}
+	st.available = sum(avails)
+	for i := range out {
+		if out[i].Err == ErrEnded || out[i].Err == ErrPaused || out[i].Err == ErrNotStarted {
+			st.closed = codeOf(out[i].Err)
+		}
+		// A part's own count is exact; the sale's remaining adds the others.
+		if out[i].Err == nil || errors.Is(out[i].Err, ErrSoldOut) {
+			n := partIndex(len(parts), reqs[i].UserID)
+			out[i].Remaining = max(0, out[i].Remaining) + st.available - avails[n]
+		}
+	}
+	return out, st, nil
+}
+
+// refillTries bounds how often a part asks for units for the same
+// requests (other parts' buyers may take what was moved) before it decides
+// for good.
+const refillTries = 4
+
+// decidePart decides the requests reqs[is] on part n: softly, and where
+// the part lacks units, it brings units over from the other parts and
+// decides again; when no other part has any left, it decides for good (a
+// sold_out then is the sale's, and is remembered).
+func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Request, is []int, out []Result) error {
+	mode := "soft"
+	for try := 0; ; try++ {
+		batch := make([]Request, len(is))
+		for j, i := range is {
+			batch[j] = reqs[i]
+		}
+		res, _, err := s.decide(ctx, parts[n], batch, mode)
+		if err != nil {
+			return err
+		}
+		var again []int
+		var need int64
+		for j, r := range res {
+			out[is[j]] = r
+			if r.Err == errBucketEmpty {
+				again = append(again, is[j])
+				need += batch[j].Qty
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		moved, err := s.refill(ctx, parts, n, need)
+		if err != nil {
+			return err
+		}
+		if moved == 0 || try+1 >= refillTries {
+			mode = ""
+		}
+		is = again
+	}
+}
+
+// errBucketEmpty is buy.lua's soft refusal: this part lacks units.
+var errBucketEmpty = errors.New("inventory: bucket empty")
+
+// refill moves units into part dst from the other parts, fullest first:
+// from the fullest at least need (if it has them) or half the difference
+// between the two, then from the next ones until need is covered. It
+// returns the units moved (0: every other part is empty).
+func (s *Store) refill(ctx context.Context, parts []Part, dst int, need int64) (int64, error) {
+	avails, err := s.available(ctx, parts)
+	if err != nil {
+		return 0, err
+	}
+	order := make([]int, 0, len(parts)-1)
+	for i := range parts {
+		if i != dst && avails[i] > 0 {
+			order = append(order, i)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool { return avails[order[a]] > avails[order[b]] })
+	var moved int64
+	for k, src := range order {
+		want := need - moved
+		if k == 0 {
+			want = max(want, (avails[src]-avails[dst])/2)
+		}
+		if want <= 0 {
+			break
+		}
+		n, err := s.move(ctx, parts[src], parts[dst], want)
+		if err != nil {
+			return moved, err
+		}
+		moved += n
+	}
+	return moved, nil
+}
+
+// move takes up to units out of part from and delivers them to part to.
+func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, error) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	src := s.keys.Of(from)
+	n, err := lua.Move.Run(ctx, s.rdb, []string{src.Stock(), src.Moves()}, id, to.Tag, units).Int64()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := s.deliver(ctx, from, to, id, n); err != nil {
+		// The units wait in from's moves hash; Rebalance delivers them.
+		return 0, err
+	}
+	return n, nil
+}
+
+// deliver puts the units of move id into part to (at most once) and then
+// forgets the move in part from.
+func (s *Store) deliver(ctx context.Context, from, to Part, id string, n int64) error {
+	dst := s.keys.Of(to)
+	if err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Err(); err != nil {
+		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)
+	}
+	if err := s.rdb.HDel(ctx, s.keys.Of(from).Moves(), id).Err(); err != nil {
+		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)
+	}
+	return nil
+}
+
+// Rebalance evens out a sale's parts: it first delivers the moves a crash
+// left in transit, then, while the fullest part has more than twice the
+// units of the emptiest (and a few to spare), moves half the difference.
+// It is safe to run anywhere, any time: a move never creates units.
+func (s *Store) Rebalance(ctx context.Context, sale int64) error {
+	parts, err := s.Parts(ctx, sale)
+	if err != nil || len(parts) < 2 {
+		return err
+	}
+	for _, from := range parts {
+		moves, err := s.rdb.HGetAll(ctx, s.keys.Of(from).Moves()).Result()
+		if err != nil {
+			return err
+		}
+		for id, v := range moves {
+			tag, n, _ := strings.Cut(v, "|")
+			units, _ := strconv.ParseInt(n, 10, 64)
+			if err := s.deliver(ctx, from, Part{Sale: sale, Tag: tag}, id, units); err != nil {
+				return err
+			}
+		}
+	}
+	avails, err := s.available(ctx, parts)
+	if err != nil {
+		return err
+	}
+	lo, hi := 0, 0
+	for i, a := range avails {
+		if a < avails[lo] {
+			lo = i
+		}
+		if a > avails[hi] {
+			hi = i
+		}
+	}
+	if d := avails[hi] - avails[lo]; d > 2 && avails[hi] > 2*avails[lo] {
+		_, err = s.move(ctx, parts[hi], parts[lo], d/2)
+	}
+	return err
+}
+
+// SaleLister lists the sales whose stock may still be in Redis.
+type SaleLister interface {
+	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
+}
+
+// RunRebalancer rebalances every live sale with buckets every interval
+// until ctx ends. Every server process runs one; moves are safe when they
+// overlap.
+func (s *Store) RunRebalancer(ctx context.Context, sales SaleLister, lookback, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ids, err := sales.SaleIDs(ctx, time.Now().Add(-lookback))
+		for _, id := range ids {
+			if parts, perr := s.Parts(ctx, id); perr == nil && len(parts) > 1 {
+				err = errors.Join(err, s.Rebalance(ctx, id))
+			}
+		}
+		if err != nil && !failing && ctx.Err() == nil {
+			slog.Warn("inventory: rebalancing buckets failed", "err", err)
+		}
+		failing = err != nil
+	}
+}

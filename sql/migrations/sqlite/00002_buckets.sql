@@ -1,0 +1,7 @@
+-- +goose Up
+-- A hot sale's stock may be split into buckets (stock hashes on different
+-- Redis masters); fixed when the sale is created.
+ALTER TABLE sales ADD COLUMN buckets INTEGER NOT NULL DEFAULT 1 CHECK (buckets BETWEEN 1 AND 64);
+
+-- +goose Down
+ALTER TABLE sales DROP COLUMN buckets;
