@@ -86,6 +86,9 @@ type Config struct {
 	// ReconcileGrace is how long an accepted order may be on its way to the
 	// ledger before the reconciler reports it missing.
 	ReconcileGrace time.Duration `koanf:"reconcile_grace"`
+	// ReconcileInterval is how often worker processes reconcile every live
+	// sale and repair drift; 0 turns it off.
+	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
 
 	RateGlobal  float64 `koanf:"rate_global"`
 	RatePerUser float64 `koanf:"rate_per_user"`
@@ -265,8 +268,13 @@ func (c *Config) complete() error {
 	if c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}: ") {
 		bad("redis_prefix", "must be non-empty without braces, colons or spaces")
 	}
-	if !strings.HasPrefix(c.AMQPURL, "amqp://") && !strings.HasPrefix(c.AMQPURL, "amqps://") {
-		bad("amqp_url", "must start with amqp:// or amqps://")
+	for _, u := range SplitList(c.AMQPURL) {
+		if !strings.HasPrefix(u, "amqp://") && !strings.HasPrefix(u, "amqps://") {
+			bad("amqp_url", "must be amqp:// or amqps:// URLs (comma-separated for a cluster)")
+		}
+	}
+	if len(SplitList(c.AMQPURL)) == 0 {
+		bad("amqp_url", "must not be empty")
 	}
 	if c.AMQPPrefix == "" {
 		bad("amqp_prefix", "must not be empty")
@@ -291,6 +299,9 @@ func (c *Config) complete() error {
 	}
 	if c.ReconcileGrace < time.Second {
 		bad("reconcile_grace", "must be at least 1s")
+	}
+	if c.ReconcileInterval != 0 && c.ReconcileInterval < time.Second {
+		bad("reconcile_interval", "must be 0 (off) or at least 1s")
 	}
 	for setting, r := range map[string]float64{"rate_global": c.RateGlobal, "rate_per_user": c.RatePerUser, "rate_per_ip": c.RatePerIP} {
 		if r < 0 {
@@ -385,8 +396,16 @@ func (c Config) LogValue() slog.Value {
 }
 
 // MaskCredentials hides the password in "scheme://user:pass@host" and
-// "user:pass@tcp(host)" forms.
+// "user:pass@tcp(host)" forms, and in each of a comma-separated list of
+// URLs.
 func MaskCredentials(s string) string {
+	if strings.Contains(s, "://") && strings.Contains(s, ",") {
+		parts := strings.Split(s, ",")
+		for i, p := range parts {
+			parts[i] = MaskCredentials(p)
+		}
+		return strings.Join(parts, ",")
+	}
 	at := strings.LastIndex(s, "@")
 	if at < 0 {
 		return s

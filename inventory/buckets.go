@@ -401,6 +401,12 @@ func (s *Store) Rebalance(ctx context.Context, sale int64) error {
 	return err
 }
 
+// TakeTurn reports whether this process takes its turn at chore for sale:
+// true for the first to ask within ttl, across processes.
+func (s *Store) TakeTurn(ctx context.Context, chore string, sale int64, ttl time.Duration) (bool, error) {
+	return s.rdb.SetNX(ctx, s.keys.Turn(chore, sale), "1", ttl).Result()
+}
+
 // SaleLister lists the sales whose stock may still be in Redis.
 type SaleLister interface {
 	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)

@@ -258,6 +258,39 @@ func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, 
 	}
 }
 
+// Durable returns once the replicas awaited (WithDurability) have every
+// write made to part p's keys so far, or fails with ErrNotDurable. The
+// relay calls it before it publishes what it read: an outbox entry of a
+// buy call whose WAIT timed out may vanish in a failover, and its request
+// be decided again, so it must not reach the ledger first. A write of its
+// own on the part's master, then WAIT on that connection: replication is
+// one ordered stream, so once the replicas have the fence they have all
+// that came before it. Without replicas awaited it returns at once.
+func (s *Store) Durable(ctx context.Context, p Part) error {
+	if s.waitReplicas <= 0 {
+		return nil
+	}
+	fence := s.keys.Of(p).Fence()
+	node, err := masterFor(ctx, s.rdb, fence)
+	if err != nil {
+		return err
+	}
+	var wait *redis.Cmd
+	_, err = node.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		pl.Incr(ctx, fence)
+		pl.Expire(ctx, fence, time.Hour)
+		wait = pl.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("inventory: fence of part %s: %w", p.Tag, err)
+	}
+	if n, _ := wait.Int64(); n < int64(s.waitReplicas) {
+		return fmt.Errorf("%w: part %s: %d of %d replicas within %s", ErrNotDurable, p.Tag, n, s.waitReplicas, s.waitTimeout)
+	}
+	return nil
+}
+
 // parseAnswer reads an answer as buy.lua returns and stores it:
 // code|order_id|qty|remaining.
 func parseAnswer(s string) (Result, error) {

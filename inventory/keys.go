@@ -61,9 +61,13 @@ func (p PartKeys) Moves() string { return p.base + "moves" }
 // Arrived is the set of move ids whose units this part has received.
 func (p PartKeys) Arrived() string { return p.base + "arrived" }
 
+// Fence is a counter written only to learn when the replicas have every
+// write made to the part so far (see Store.Durable).
+func (p PartKeys) Fence() string { return p.base + "fence" }
+
 // All lists every key of the part, stock hash first.
 func (p PartKeys) All() []string {
-	return []string{p.Stock(), p.Buyers(), p.Reqs(), p.Outbox(), p.Orders(), p.Released(), p.Moves(), p.Arrived()}
+	return []string{p.Stock(), p.Buyers(), p.Reqs(), p.Outbox(), p.Orders(), p.Released(), p.Moves(), p.Arrived(), p.Fence()}
 }
 
 // Stock is the first part's stock hash of a sale (the whole stock of a
@@ -85,6 +89,12 @@ func (k Keys) Orders(sale int64) string { return k.Of(First(sale)).Orders() }
 // Outcomes counts buy outcomes by code, for the merchant's dashboard (one
 // per sale, whatever its parts).
 func (k Keys) Outcomes(sale int64) string { return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:outcomes" }
+
+// Turn is held (with an expiry) by the process whose turn it is to do a
+// periodic chore for a sale, such as reconciling it.
+func (k Keys) Turn(chore string, sale int64) string {
+	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:turn:" + chore
+}
 
 // StockChanged is the pub/sub channel on which stock returning to a sale
 // (restock, release) is announced to every server process.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -390,6 +391,46 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 	st := rc.stock(sl)
 	st.Total, st.Sold = led.Total, led.Sold()
 	return rc.inv.Rebuild(ctx, st, accepted, cancelled)
+}
+
+// Watch reconciles every live sale every interval until ctx ends, and
+// repairs what drifted: after a Redis failover that lost writes, or a
+// message lost on its way, the system heals itself. Each sale is checked
+// by one process per interval (TakeTurn), whichever asks first.
+func (rc *Reconciler) Watch(ctx context.Context, sales SaleLister, lookback, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ids, err := sales.SaleIDs(ctx, time.Now().Add(-lookback))
+		if err != nil {
+			slog.Warn("reconciler: listing sales failed", "err", err)
+			continue
+		}
+		for _, id := range ids {
+			if mine, err := rc.inv.TakeTurn(ctx, "reconcile", id, interval*9/10); err != nil || !mine {
+				continue
+			}
+			rep, err := rc.Check(ctx, id)
+			if err != nil {
+				slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
+				continue
+			}
+			if len(rep.Drift) == 0 {
+				continue
+			}
+			slog.Error("reconciler: drift found; repairing from the ledger", "sale", id, "drift", rep.Drift)
+			if err := rc.Repair(ctx, id, 10*time.Second); err != nil {
+				slog.Error("reconciler: repair failed", "sale", id, "err", err)
+				continue
+			}
+			slog.Info("reconciler: sale repaired", "sale", id)
+		}
+	}
 }
 
 func unionKeys(a, b map[string]int64) []string {

@@ -29,9 +29,11 @@ type SaleLister interface {
 	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
 }
 
-// PartLister tells a sale's stock parts: each has an outbox of its own.
+// PartLister tells a sale's stock parts (each has an outbox of its own),
+// and when what a part holds is on its replicas.
 type PartLister interface {
 	Parts(ctx context.Context, sale int64) ([]inventory.Part, error)
+	Durable(ctx context.Context, p inventory.Part) error
 }
 
 // RelayConfig tunes a Relay.
@@ -154,7 +156,7 @@ func (r *Relay) liveParts(ctx context.Context) (map[inventory.Part]bool, error) 
 // relayPart moves one part's outbox to the broker until ctx ends, then
 // drains what is left.
 func (r *Relay) relayPart(ctx context.Context, p inventory.Part) {
-	s := &saleRelay{Relay: r, sale: p.Sale, stream: r.keys.Of(p).Outbox(), ownPending: true}
+	s := &saleRelay{Relay: r, part: p, sale: p.Sale, stream: r.keys.Of(p).Outbox(), ownPending: true}
 	bo := newBackoff()
 	for ctx.Err() == nil {
 		if err := s.step(ctx, true); err != nil {
@@ -174,7 +176,7 @@ func (r *Relay) relayPart(ctx context.Context, p inventory.Part) {
 	defer cancel()
 	s.ownPending = true
 	for dctx.Err() == nil {
-		n, err := s.drainStep(dctx)
+		n, err := s.drainStep(dctx, false)
 		if err != nil {
 			slog.Warn("relay: final drain incomplete; another relay will claim the rest", "sale", p.Sale, "err", err)
 			return
@@ -187,6 +189,7 @@ func (r *Relay) relayPart(ctx context.Context, p inventory.Part) {
 
 type saleRelay struct {
 	*Relay
+	part       inventory.Part
 	sale       int64
 	stream     string
 	ownPending bool
@@ -196,16 +199,19 @@ type saleRelay struct {
 // step reads one batch (blocking up to a second when block is set) and
 // publishes it.
 func (s *saleRelay) step(ctx context.Context, block bool) error {
-	entries, err := s.read(ctx, block)
-	if err != nil || len(entries) == 0 {
-		return err
-	}
-	return s.publish(ctx, entries)
+	_, err := s.drainStep(ctx, block)
+	return err
 }
 
-func (s *saleRelay) drainStep(ctx context.Context) (int, error) {
-	entries, err := s.read(ctx, false)
+// drainStep reads one batch and, once the replicas have it (Durable: an
+// entry a failover could take back must not reach the ledger), publishes
+// it and returns how many entries it had.
+func (s *saleRelay) drainStep(ctx context.Context, block bool) (int, error) {
+	entries, err := s.read(ctx, block)
 	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	if err := s.parts.Durable(ctx, s.part); err != nil {
 		return 0, err
 	}
 	return len(entries), s.publish(ctx, entries)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,12 +39,13 @@ const confirmTimeout = 10 * time.Second
 // Bus is a bus.Bus on one RabbitMQ connection, opened on first use and
 // reopened after a failure.
 type Bus struct {
-	url       string
+	urls      []string
 	prefix    string
 	queueType string
 
 	mu      sync.Mutex
 	conn    *amqp.Connection
+	next    int // the url to try first
 	idle    []*publisher           // confirm-mode channels ready for a Publish
 	delays  map[time.Duration]bool // delay queues declared on conn
 	known   map[time.Duration]bool // delay queues ever declared (for DeleteAll)
@@ -53,9 +55,17 @@ type Bus struct {
 var _ bus.Bus = (*Bus)(nil)
 
 // New returns a Bus whose exchanges and queues are named prefix.<queue>,
-// declared as queueType (Classic or Quorum). It connects on first use.
+// declared as queueType (Classic or Quorum). url may list the nodes of a
+// cluster, comma-separated: a connection goes to the first that answers,
+// starting with the one that answered last. It connects on first use.
 func New(url, prefix, queueType string) *Bus {
-	return &Bus{url: url, prefix: prefix, queueType: queueType}
+	var urls []string
+	for _, u := range strings.Split(url, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return &Bus{urls: urls, prefix: prefix, queueType: queueType}
 }
 
 // name is the exchange and queue of a bus queue.
@@ -85,9 +95,19 @@ func (b *Bus) connection() (*amqp.Connection, error) {
 		return b.conn, nil
 	}
 	b.idle, b.delays = nil, map[time.Duration]bool{}
-	conn, err := amqp.DialConfig(b.url, amqp.Config{Heartbeat: 5 * time.Second, Locale: "en_US", Dial: amqp.DefaultDial(3 * time.Second)})
-	if err != nil {
-		return nil, fmt.Errorf("rabbitmq: dial: %w", err)
+	var conn *amqp.Connection
+	var errs []error
+	for i := range b.urls {
+		u := b.urls[(b.next+i)%len(b.urls)]
+		c, err := amqp.DialConfig(u, amqp.Config{Heartbeat: 5 * time.Second, Locale: "en_US", Dial: amqp.DefaultDial(3 * time.Second)})
+		if err == nil {
+			conn, b.next = c, (b.next+i)%len(b.urls)
+			break
+		}
+		errs = append(errs, err)
+	}
+	if conn == nil {
+		return nil, fmt.Errorf("rabbitmq: dial: %w", errors.Join(errs...))
 	}
 	if err := b.declare(conn); err != nil {
 		conn.Close()

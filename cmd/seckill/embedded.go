@@ -15,7 +15,6 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -68,13 +67,11 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*system, error) {
 // Each live sale's Redis state is rebuilt from the ledger (the repair
 // path), and the pending orders get their payment timeouts again.
 func (s *system) restore(ctx context.Context) error {
-	keep := s.cfg.PaymentWindow + s.cfg.SaleRetention
-	ids, err := s.ledger.SaleIDs(ctx, time.Now().Add(-keep))
+	ids, err := s.ledger.SaleIDs(ctx, time.Now().Add(-(s.cfg.PaymentWindow + s.cfg.SaleRetention)))
 	if err != nil {
 		return err
 	}
-	rc := worker.NewReconciler(s.inv, s.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
-		worker.ReconcilerConfigOf(s.cfg, s.bus))
+	rc := s.reconciler()
 	for _, id := range ids {
 		if err := rc.Repair(ctx, id, 0); err != nil {
 			return fmt.Errorf("restore sale %d: %w", id, err)

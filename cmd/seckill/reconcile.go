@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -41,8 +38,7 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 	}
 	defer sys.close()
 	keep := cfg.PaymentWindow + cfg.SaleRetention
-	rc := worker.NewReconciler(sys.inv, sys.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
-		worker.ReconcilerConfigOf(cfg, sys.bus))
+	rc := sys.reconciler()
 	ids := []int64{*sale}
 	if *sale == 0 {
 		if ids, err = sys.ledger.SaleIDs(ctx, time.Now().Add(-keep)); err != nil {

@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 	defer stopRebalancer()
 	stopWorker := func() {}
 	if withWorker {
-		stopWorker = start(background, "worker", sys.worker().Run)
+		stopWorker = start(background, "worker", sys.runWorkers)
 	}
 	if demo {
 		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv, ln.Addr().String()) })
@@ -188,7 +188,7 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 		defer stop()
 	}
 	slog.Info("worker started")
-	return sys.worker().Run(ctx)
+	return sys.runWorkers(ctx)
 }
 
 // serveOps serves the operations listener (/metrics, /healthz, /readyz,

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -139,6 +140,26 @@ func (s *system) relay() *worker.Relay {
 
 func (s *system) worker() *worker.Worker {
 	return worker.New(s.bus, s.ledger, s.inv, s.metrics, worker.ConfigOf(s.cfg))
+}
+
+// reconciler checks Redis against the ledger and repairs it.
+func (s *system) reconciler() *worker.Reconciler {
+	keep := s.cfg.PaymentWindow + s.cfg.SaleRetention
+	return worker.NewReconciler(s.inv, s.ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
+		worker.ReconcilerConfigOf(s.cfg, s.bus))
+}
+
+// runWorkers runs the order worker and, every reconcile_interval, the
+// reconciler's watch, until ctx ends.
+func (s *system) runWorkers(ctx context.Context) error {
+	if s.cfg.ReconcileInterval > 0 {
+		stop := start(ctx, "reconciler", func(ctx context.Context) error {
+			s.reconciler().Watch(ctx, s.ledger, s.cfg.PaymentWindow+s.cfg.SaleRetention, s.cfg.ReconcileInterval)
+			return nil
+		})
+		defer stop()
+	}
+	return s.worker().Run(ctx)
 }
 
 // openMySQL connects to MySQL, creating the database if it is missing.

@@ -55,16 +55,19 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 	if err := os.MkdirAll(ndir, 0o755); err != nil {
 		return nil, err
 	}
-	conf := append([]string{
-		"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + ndir, `save ""`, "appendonly no",
-		"logfile " + filepath.Join(ndir, "redis.log"), "protected-mode no",
-	}, directives...)
+	conf := []string{"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + ndir,
+		"logfile " + filepath.Join(ndir, "redis.log"), "protected-mode no"}
+	sentinel := strings.Contains(strings.Join(directives, "\n"), "sentinel monitor")
+	if !sentinel {
+		conf = append(conf, `save ""`, "appendonly no")
+	}
+	conf = append(conf, directives...)
 	path := filepath.Join(ndir, "redis.conf")
 	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	args := []string{path}
-	if strings.Contains(strings.Join(directives, "\n"), "sentinel monitor") {
+	if sentinel {
 		args = append(args, "--sentinel")
 	}
 	cmd := exec.Command("redis-server", args...)
@@ -266,6 +269,111 @@ func (c *RedisCluster) MasterOf(key string) (string, error) {
 		return "", err
 	}
 	return m.Options().Addr, nil
+}
+
+// SentinelSet is a Redis master with one replica, watched by three
+// sentinels that fail it over within a few seconds of its death.
+type SentinelSet struct {
+	Name      string
+	Nodes     []*redisNode // the master and the replica, as started
+	Sentinels []*redisNode
+	dir       string
+}
+
+// SentinelAddrs is the form of SECKILL_REDIS_SENTINELS.
+func (s *SentinelSet) SentinelAddrs() string {
+	addrs := make([]string, len(s.Sentinels))
+	for i, n := range s.Sentinels {
+		addrs[i] = n.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Master returns the node the sentinels name master now.
+func (s *SentinelSet) Master() (*redisNode, error) {
+	for _, sn := range s.Sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), MaxRetries: -1})
+		addr, err := c.GetMasterAddrByName(context.Background(), s.Name).Result()
+		c.Close()
+		if err == nil && len(addr) == 2 {
+			for _, n := range s.Nodes {
+				if n.Addr() == addr[0]+":"+addr[1] {
+					return n, nil
+				}
+			}
+		}
+	}
+	return nil, errors.New("servertest: no sentinel names a master")
+}
+
+// Stop kills every process and removes their files.
+func (s *SentinelSet) Stop() {
+	for _, n := range append(s.Nodes, s.Sentinels...) {
+		n.Kill()
+	}
+	os.RemoveAll(s.dir)
+}
+
+// StartSentinelSet starts a master, its replica and three sentinels and
+// returns once the replica is in sync and the sentinels know each other.
+func StartSentinelSet() (*SentinelSet, error) {
+	dir, err := os.MkdirTemp("", "seckill-redis-sentinel")
+	if err != nil {
+		return nil, err
+	}
+	s := &SentinelSet{Name: "seckill", dir: dir}
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	fast := []string{"repl-diskless-sync yes", "repl-diskless-sync-delay 0"}
+	master, err := startRedis(dir, ports[0], fast...)
+	if err != nil {
+		return nil, err
+	}
+	s.Nodes = append(s.Nodes, master)
+	replica, err := startRedis(dir, ports[1], append(fast, fmt.Sprintf("replicaof 127.0.0.1 %d", ports[0]))...)
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.Nodes = append(s.Nodes, replica)
+	for _, p := range ports[2:] {
+		n, err := startRedis(dir, p,
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", s.Name, ports[0]),
+			"sentinel down-after-milliseconds "+s.Name+" 1000",
+			"sentinel failover-timeout "+s.Name+" 4000",
+			"sentinel parallel-syncs "+s.Name+" 1")
+		if err != nil {
+			s.Stop()
+			return nil, err
+		}
+		s.Sentinels = append(s.Sentinels, n)
+	}
+	ctx := context.Background()
+	err = poll(30*time.Second, func() error {
+		c := redis.NewClient(&redis.Options{Addr: master.Addr(), MaxRetries: -1})
+		repl, err := c.Info(ctx, "replication").Result()
+		c.Close()
+		if err != nil || !strings.Contains(repl, "connected_slaves:1") || !strings.Contains(repl, "state=online") {
+			return fmt.Errorf("replica not in sync: %v", err)
+		}
+		for _, sn := range s.Sentinels {
+			c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), MaxRetries: -1})
+			replicas, rerr := c.Replicas(ctx, s.Name).Result()
+			others, oerr := c.Sentinels(ctx, s.Name).Result()
+			c.Close()
+			if rerr != nil || oerr != nil || len(replicas) != 1 || len(others) != 2 {
+				return fmt.Errorf("sentinel %s does not know the set yet", sn.Addr())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
 }
 
 var (
