@@ -225,37 +225,76 @@ func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, 
 	if s.waitReplicas <= 0 {
 		return lua.Buy.Run(ctx, s.rdb, keys, args...).Text()
 	}
-	node, err := masterFor(ctx, s.rdb, keys[0])
-	if err != nil {
-		return "", err
-	}
-	for attempt := 0; ; attempt++ {
-		var buy *redis.Cmd
-		var wait *redis.Cmd
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			buy = lua.Buy.EvalSha(ctx, p, keys, args...)
-			wait = p.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
-			return nil
-		})
-		if attempt == 0 && redis.HasErrorPrefix(buy.Err(), "NOSCRIPT") {
-			// A pipeline cannot fall back to EVAL: load the script, try again
-			// (nothing ran).
+	var reply string
+	err := s.onMaster(ctx, keys[0], func(node *redis.Client) error {
+		var buy, wait *redis.Cmd
+		pipe := func() error {
+			_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				buy = lua.Buy.EvalSha(ctx, p, keys, args...)
+				wait = p.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+				return nil
+			})
+			return err
+		}
+		err := pipe()
+		if redis.HasErrorPrefix(buy.Err(), "NOSCRIPT") {
+			// A pipeline cannot fall back to EVAL: load the script and try
+			// again (nothing ran).
 			if err := lua.Buy.Load(ctx, node).Err(); err != nil {
-				return "", err
+				return err
 			}
-			continue
+			err = pipe()
 		}
 		if err := buy.Err(); err != nil {
-			return "", err
+			return err
 		}
 		if err != nil {
-			return "", err
+			return err
 		}
 		if n, _ := wait.Int64(); n < int64(s.waitReplicas) {
-			return "", fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, n, s.waitReplicas, s.waitTimeout)
+			return fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, n, s.waitReplicas, s.waitTimeout)
 		}
-		return buy.Text()
+		reply, err = buy.Text()
+		return err
+	})
+	return reply, err
+}
+
+// onMaster runs fn with the client of the master that holds key. A
+// cluster's master may have changed (a failover): when the node answers
+// that the slot moved, or is down, the slot map is read again and fn
+// tried again (the node ran nothing), a few times.
+func (s *Store) onMaster(ctx context.Context, key string, fn func(node *redis.Client) error) error {
+	for attempt := 0; ; attempt++ {
+		node, err := masterFor(ctx, s.rdb, key)
+		if err == nil {
+			err = fn(node)
+		}
+		cc, cluster := s.rdb.(*redis.ClusterClient)
+		if !cluster || !Redirected(err) || attempt >= 10 {
+			return err
+		}
+		cc.ReloadState(ctx)
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
 	}
+}
+
+// Redirected reports whether a Redis error says the command went to a node
+// that does not serve its slot now (a failover or resharding in progress):
+// nothing ran, and the command can go again once the client knows better.
+func Redirected(err error) bool {
+	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "LOADING", "MASTERDOWN"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Durable returns once the replicas awaited (WithDurability) have every
@@ -271,24 +310,22 @@ func (s *Store) Durable(ctx context.Context, p Part) error {
 		return nil
 	}
 	fence := s.keys.Of(p).Fence()
-	node, err := masterFor(ctx, s.rdb, fence)
-	if err != nil {
-		return err
-	}
-	var wait *redis.Cmd
-	_, err = node.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		pl.Incr(ctx, fence)
-		pl.Expire(ctx, fence, time.Hour)
-		wait = pl.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+	return s.onMaster(ctx, fence, func(node *redis.Client) error {
+		var wait *redis.Cmd
+		_, err := node.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			pl.Incr(ctx, fence)
+			pl.Expire(ctx, fence, time.Hour)
+			wait = pl.Do(ctx, "WAIT", s.waitReplicas, s.waitTimeout.Milliseconds())
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("inventory: fence of part %s: %w", p.Tag, err)
+		}
+		if n, _ := wait.Int64(); n < int64(s.waitReplicas) {
+			return fmt.Errorf("%w: part %s: %d of %d replicas within %s", ErrNotDurable, p.Tag, n, s.waitReplicas, s.waitTimeout)
+		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("inventory: fence of part %s: %w", p.Tag, err)
-	}
-	if n, _ := wait.Int64(); n < int64(s.waitReplicas) {
-		return fmt.Errorf("%w: part %s: %d of %d replicas within %s", ErrNotDurable, p.Tag, n, s.waitReplicas, s.waitTimeout)
-	}
-	return nil
 }
 
 // parseAnswer reads an answer as buy.lua returns and stores it:

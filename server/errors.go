@@ -155,7 +155,7 @@ func classify(err error) error {
 	if err == nil || errors.Is(err, errUnavailable) {
 		return err
 	}
-	if orders.Transient(err) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
+	if orders.Transient(err) || inventory.Redirected(err) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
 		return unavailable(err)
 	}
 	return err

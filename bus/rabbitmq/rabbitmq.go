@@ -305,7 +305,11 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, msgs []bu
 	first := acked
 	for drained := false; !drained; {
 		select {
-		case ret := <-p.returns:
+		case ret, ok := <-p.returns:
+			if !ok { // the channel closed: no more returns will come
+				drained = true
+				break
+			}
 			if i, err := strconv.Atoi(ret.CorrelationId); err == nil && i < first {
 				first = i
 			}

@@ -30,20 +30,11 @@ type RabbitNode struct {
 // URL is the node's AMQP URL.
 func (n *RabbitNode) URL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.Port) }
 
-// Kill stops the node with SIGKILL: the Erlang VM (its pid from the pid
-// file), whose exit ends the script that started it (and reaps it).
+// Kill stops the node with SIGKILL: the Erlang VM and everything else of
+// the process group the node was started in (its own).
 func (n *RabbitNode) Kill() {
-	if b, err := os.ReadFile(filepath.Join(n.dir, "pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	select {
-	case <-n.done:
-	case <-time.After(5 * time.Second):
-		_ = n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.done
-	}
+	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	<-n.done
 }
 
 func rabbitEnv(n *RabbitNode, distPort int) []string {
@@ -174,4 +165,3 @@ func StartRabbitCluster(n int) (*RabbitCluster, error) {
 	}
 	return c, nil
 }
-

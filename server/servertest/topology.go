@@ -27,6 +27,7 @@ type redisNode struct {
 	Port int
 	cmd  *exec.Cmd
 	dir  string
+	args []string
 	done chan struct{} // closed when the process has exited
 }
 
@@ -59,7 +60,9 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 		"logfile " + filepath.Join(ndir, "redis.log"), "protected-mode no"}
 	sentinel := strings.Contains(strings.Join(directives, "\n"), "sentinel monitor")
 	if !sentinel {
-		conf = append(conf, `save ""`, "appendonly no")
+		// As production would (configs/redis.conf): a node restarted after
+		// a crash comes back with its data, not empty.
+		conf = append(conf, `save ""`, "appendonly yes", "appendfsync everysec")
 	}
 	conf = append(conf, directives...)
 	path := filepath.Join(ndir, "redis.conf")
@@ -70,16 +73,27 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 	if sentinel {
 		args = append(args, "--sentinel")
 	}
-	cmd := exec.Command("redis-server", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server on %d: %w (is redis-server installed? scripts/services.sh installs it)", port, err)
+	n := &redisNode{Port: port, dir: ndir, args: args}
+	if err := n.start(); err != nil {
+		return nil, err
 	}
-	n := &redisNode{Port: port, cmd: cmd, dir: ndir, done: make(chan struct{})}
-	go func() {
+	return n, nil
+}
+
+// start runs the node's redis-server (again, after a Kill: with the
+// configuration it had, which Redis may have rewritten).
+func (n *redisNode) start() error {
+	n.cmd = exec.Command("redis-server", n.args...)
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := n.cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server on %d: %w (is redis-server installed? scripts/services.sh installs it)", n.Port, err)
+	}
+	done := make(chan struct{})
+	n.done = done
+	go func(cmd *exec.Cmd) {
 		_ = cmd.Wait()
-		close(n.done)
-	}()
+		close(done)
+	}(n.cmd)
 	err := poll(10*time.Second, func() error {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
 		defer c.Close()
@@ -87,9 +101,33 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 	})
 	if err != nil {
 		n.Kill()
-		return nil, fmt.Errorf("redis-server on %d did not answer: %w (log in %s)", port, err, ndir)
+		return fmt.Errorf("redis-server on %d did not answer: %w (log in %s)", n.Port, err, n.dir)
 	}
-	return n, nil
+	return nil
+}
+
+// Pause stops the node's process (SIGSTOP) without killing it: a node
+// that falls behind, as a replica does on a loaded machine.
+func (n *redisNode) Pause() { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// DropReplicas closes the node's connections to its replicas (they would
+// reconnect at once, unless paused).
+func (n *redisNode) DropReplicas() error {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+	defer c.Close()
+	return c.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err()
+}
+
+// Resume lets a paused node run again.
+func (n *redisNode) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Restart starts a killed node again, as a crashed server comes back: a
+// Sentinel or the cluster makes it a replica of the master that took over.
+func (n *redisNode) Restart() error {
+	if n.Alive() {
+		return nil
+	}
+	return n.start()
 }
 
 func poll(limit time.Duration, fn func() error) error {
@@ -258,6 +296,26 @@ func (c *RedisCluster) Masters() ([]string, error) {
 		return nil, errors.New("servertest: no master answers")
 	}
 	return out, nil
+}
+
+// ReplicaOf returns the replica of the master at addr.
+func (c *RedisCluster) ReplicaOf(addr string) (*redisNode, error) {
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer cl.Close()
+	role, err := cl.Do(context.Background(), "ROLE").Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(role) == 3 {
+		if replicas, ok := role[2].([]any); ok && len(replicas) > 0 {
+			if r, ok := replicas[0].([]any); ok && len(r) >= 2 {
+				if n := c.Node(fmt.Sprintf("%v:%v", r[0], r[1])); n != nil {
+					return n, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("servertest: %s has no replica (%v)", addr, role)
 }
 
 // MasterOf returns the address of the master that serves key now.
