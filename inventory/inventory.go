@@ -705,7 +705,7 @@ func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
 	if err != nil {
 		return snap, err
 	}
-	moves := map[string]int64{}   // move id → units, leaving some part
+	moves := map[string]int64{}  // move id → units, leaving some part
 	arrived := map[string]bool{} // move ids some part received
 	for i, p := range parts {
 		k := s.keys.Of(p)

@@ -88,7 +88,9 @@ func (k Keys) Orders(sale int64) string { return k.Of(First(sale)).Orders() }
 
 // Outcomes counts buy outcomes by code, for the merchant's dashboard (one
 // per sale, whatever its parts).
-func (k Keys) Outcomes(sale int64) string { return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:outcomes" }
+func (k Keys) Outcomes(sale int64) string {
+	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:outcomes"
+}
 
 // Turn is held (with an expiry) by the process whose turn it is to do a
 // periodic chore for a sale, such as reconciling it.

@@ -45,7 +45,7 @@ type Bus struct {
 
 	mu      sync.Mutex
 	conn    *amqp.Connection
-	next    int // the url to try first
+	next    int                    // the url to try first
 	idle    []*publisher           // confirm-mode channels ready for a Publish
 	delays  map[time.Duration]bool // delay queues declared on conn
 	known   map[time.Duration]bool // delay queues ever declared (for DeleteAll)
