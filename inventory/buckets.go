@@ -64,6 +64,7 @@ func (s *Store) remember(sale int64, parts []Part) {
 	s.mu.Lock()
 	if len(s.parts) >= maxCachedSales {
 		clear(s.parts)
+		clear(s.seen)
 	}
 	s.parts[sale] = parts
 	s.mu.Unlock()
@@ -83,6 +84,17 @@ func partIndex(k int, user string) int {
 	h := fnv.New32a()
 	h.Write([]byte(user))
 	return int(h.Sum32() % uint32(k))
+}
+
+// Lane is the part of sale that user is pinned to (0 for a sale without
+// buckets, or one Redis does not hold): the batcher coalesces each part's
+// requests into calls of their own.
+func (s *Store) Lane(ctx context.Context, sale int64, user string) int {
+	parts, err := s.Parts(ctx, sale)
+	if err != nil {
+		return 0
+	}
+	return partIndex(len(parts), user)
 }
 
 // partFor is the part of a sale that holds user's units, requests and
@@ -155,6 +167,40 @@ func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
 	return parts, nil
 }
 
+// saw notes how many units a part of a bucketed sale had.
+func (s *Store) saw(p Part, units int64) {
+	s.mu.Lock()
+	s.seen[p] = units
+	s.mu.Unlock()
+}
+
+// knows reports whether every part has been seen here.
+func (s *Store) knows(parts []Part) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range parts {
+		if _, ok := s.seen[p]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// others is how many units the parts of a sale other than parts[n] had when
+// last seen here (by a buy call or a refill): an estimate, refreshed by
+// every call of this process, that spares a round trip per batch.
+func (s *Store) others(parts []Part, n int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t int64
+	for i, p := range parts {
+		if i != n {
+			t += max(0, s.seen[p])
+		}
+	}
+	return t
+}
+
 // available reads how many units each part has.
 func (s *Store) available(ctx context.Context, parts []Part) ([]int64, error) {
 	cmds := make([]*redis.StringCmd, len(parts))
@@ -170,6 +216,9 @@ func (s *Store) available(ctx context.Context, parts []Part) ([]int64, error) {
 	out := make([]int64, len(parts))
 	for i, c := range cmds {
 		out[i], _ = c.Int64()
+		if len(parts) > 1 {
+			s.saw(parts[i], out[i])
+		}
 	}
 	return out, nil
 }
@@ -195,35 +244,45 @@ func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (*red
 }
 
 // reserveBuckets decides a batch for a sale with several parts: each
-// part's requests in one call (concurrently), softly; a part that lacked
-// units gets some moved over from the fullest part and decides those
-// requests again, for good.
+// part's requests in one call (concurrently; the batcher usually hands
+// over one part's requests at a time), softly; a part that lacked units
+// gets some moved over from the others and decides those requests again.
+// Remaining counts are the part's own, exact, plus what the other parts
+// had when last seen here.
 func (s *Store) reserveBuckets(ctx context.Context, sale int64, parts []Part, reqs []Request) ([]Result, saleState, error) {
 	byPart := map[int][]int{}
 	for i, r := range reqs {
 		n := partIndex(len(parts), r.UserID)
 		byPart[n] = append(byPart[n], i)
 	}
+	if !s.knows(parts) {
+		if _, err := s.available(ctx, parts); err != nil {
+			return nil, saleState{}, err
+		}
+	}
 	out := make([]Result, len(reqs))
 	var (
-		mu     sync.Mutex
-		st     saleState
-		errs   []error
-		wg     sync.WaitGroup
-		soldIn = map[int]bool{} // parts that reported no units left
+		mu   sync.Mutex
+		st   saleState
+		errs []error
+		wg   sync.WaitGroup
 	)
 	for n, is := range byPart {
 		wg.Go(func() {
-			err := s.decidePart(ctx, parts, n, reqs, is, out)
+			own, closed, err := s.decidePart(ctx, parts, n, reqs, is, out)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
+			st.available += own
+			if closed != "" {
+				st.closed = closed
+			}
 			for _, i := range is {
-				if errors.Is(out[i].Err, ErrSoldOut) {
-					soldIn[n] = true
+				if out[i].Err == nil || errors.Is(out[i].Err, ErrSoldOut) {
+					out[i].Remaining = max(0, out[i].Remaining) + s.others(parts, n)
 				}
 			}
 		})
@@ -232,19 +291,9 @@ func (s *Store) reserveBuckets(ctx context.Context, sale int64, parts []Part, re
 	if err := errors.Join(errs...); err != nil {
 		return nil, saleState{}, err
 	}
-	avails, err := s.available(ctx, parts)
-	if err != nil {
-		return nil, saleState{}, err
-	}
-	st.available = sum(avails)
-	for i := range out {
-		if out[i].Err == ErrEnded || out[i].Err == ErrPaused || out[i].Err == ErrNotStarted {
-			st.closed = codeOf(out[i].Err)
-		}
-		// A part's own count is exact; the sale's remaining adds the others.
-		if out[i].Err == nil || errors.Is(out[i].Err, ErrSoldOut) {
-			n := partIndex(len(parts), reqs[i].UserID)
-			out[i].Remaining = max(0, out[i].Remaining) + st.available - avails[n]
+	for n := range parts {
+		if _, decided := byPart[n]; !decided {
+			st.available += s.others(parts, -1) - s.others(parts, n)
 		}
 	}
 	return out, st, nil
@@ -258,18 +307,20 @@ const refillTries = 4
 // decidePart decides the requests reqs[is] on part n: softly, and where
 // the part lacks units, it brings units over from the other parts and
 // decides again; when no other part has any left, it decides for good (a
-// sold_out then is the sale's, and is remembered).
-func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Request, is []int, out []Result) error {
+// sold_out then is the sale's, and is remembered). It returns the part's
+// units after the batch and the refusal every new request would get.
+func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Request, is []int, out []Result) (int64, string, error) {
 	mode := "soft"
 	for try := 0; ; try++ {
 		batch := make([]Request, len(is))
 		for j, i := range is {
 			batch[j] = reqs[i]
 		}
-		res, _, err := s.decide(ctx, parts[n], batch, mode)
+		res, st, err := s.decide(ctx, parts[n], batch, mode)
 		if err != nil {
-			return err
+			return 0, "", err
 		}
+		s.saw(parts[n], st.available)
 		var again []int
 		var need int64
 		for j, r := range res {
@@ -280,11 +331,11 @@ func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Requ
 			}
 		}
 		if len(again) == 0 {
-			return nil
+			return st.available, st.closed, nil
 		}
 		moved, err := s.refill(ctx, parts, n, need)
 		if err != nil {
-			return err
+			return 0, "", err
 		}
 		if moved == 0 || try+1 >= refillTries {
 			mode = ""
@@ -340,6 +391,9 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 	if err != nil || n == 0 {
 		return 0, err
 	}
+	s.mu.Lock()
+	s.seen[from] -= n
+	s.mu.Unlock()
 	if err := s.deliver(ctx, from, to, id, n); err != nil {
 		// The units wait in from's moves hash; Rebalance delivers them.
 		return 0, err
@@ -351,8 +405,12 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 // forgets the move in part from.
 func (s *Store) deliver(ctx context.Context, from, to Part, id string, n int64) error {
 	dst := s.keys.Of(to)
-	if err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Err(); err != nil {
+	avail, err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Int64()
+	if err != nil {
 		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)
+	}
+	if avail >= 0 {
+		s.saw(to, avail)
 	}
 	if err := s.rdb.HDel(ctx, s.keys.Of(from).Moves(), id).Err(); err != nil {
 		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)

@@ -42,6 +42,9 @@ func NewFastPath(store *Store, recheck time.Duration) *FastPath {
 	return &FastPath{store: store, recheck: recheck, now: time.Now, marks: map[int64]mark{}, gens: map[int64]uint64{}}
 }
 
+// Lane is the store's lane of a user's request (see Laner).
+func (f *FastPath) Lane(ctx context.Context, sale int64, user string) int { return f.store.Lane(ctx, sale, user) }
+
 // Reserve decides a batch for one sale, through buy.lua unless the sale is
 // marked sold out or ended.
 func (f *FastPath) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {

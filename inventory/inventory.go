@@ -128,11 +128,12 @@ type Store struct {
 
 	mu    sync.Mutex
 	parts map[int64][]Part // each sale's parts, fixed at its creation
+	seen  map[Part]int64   // units each part of a bucketed sale had when last seen here
 }
 
 // New returns a Store using the given client and key builder.
 func New(rdb redis.UniversalClient, keys Keys) *Store {
-	return &Store{rdb: rdb, keys: keys, parts: map[int64][]Part{}}
+	return &Store{rdb: rdb, keys: keys, parts: map[int64][]Part{}, seen: map[Part]int64{}}
 }
 
 // WithDurability makes every buy call wait, pipelined on its connection,
@@ -476,6 +477,9 @@ func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
 	if avail < 0 {
 		return 0, fmt.Errorf("inventory: restock sale %d: %w", sale, ErrSaleNotFound)
 	}
+	if len(parts) > 1 {
+		s.saw(parts[least], avail)
+	}
 	s.announce(ctx, sale)
 	return sum(avails) - avails[least] + avail, nil
 }
@@ -489,7 +493,8 @@ func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string,
 	if err != nil {
 		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
 	}
-	k := s.keys.Of(partFor(parts, userID))
+	part := partFor(parts, userID)
+	k := s.keys.Of(part)
 	avail, err = lua.Release.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Released()}, orderID, userID, qty).Int64()
 	if err != nil {
 		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
@@ -499,6 +504,9 @@ func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string,
 		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, ErrSaleNotFound)
 	case -2:
 		return 0, false, nil
+	}
+	if len(parts) > 1 {
+		s.saw(part, avail)
 	}
 	s.announce(ctx, sale)
 	return avail, true, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/server/servertest/topology"
 )
 
 // TestDurableAccepts: with redis_wait_replicas=1 on a Sentinel set, a buy
@@ -13,7 +14,7 @@ import (
 // answered 503 unavailable with Retry-After (the master decided it, but
 // it is not durable), and so is its retry, until the replica is back.
 func TestDurableAccepts(t *testing.T) {
-	set, err := servertest.StartSentinelSet()
+	set, err := topology.StartSentinelSet()
 	if err != nil {
 		t.Fatal(err)
 	}

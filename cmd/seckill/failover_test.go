@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/server/servertest/topology"
 )
 
 // Failover: the whole system (2 `seckill serve`, 2 `seckill worker`) on a
@@ -301,7 +302,7 @@ func laggingFailover(t *testing.T, master, replica interface {
 func TestClusterFailover(t *testing.T) {
 	for _, wait := range []bool{true, false} {
 		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
-			cluster, err := servertest.StartRedisCluster(3)
+			cluster, err := topology.StartRedisCluster(3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -340,7 +341,7 @@ func TestClusterFailover(t *testing.T) {
 // TestSentinelFailover: the master of a Sentinel set fails over to its
 // replica a second behind, mid-burst, with redis_wait_replicas=1.
 func TestSentinelFailover(t *testing.T) {
-	set, err := servertest.StartSentinelSet()
+	set, err := topology.StartSentinelSet()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestSentinelFailover(t *testing.T) {
 // (quorum queues) mid-burst.
 func TestRabbitMQNodeFailure(t *testing.T) {
 	start := time.Now()
-	cluster, err := servertest.StartRabbitCluster(3)
+	cluster, err := topology.StartRabbitCluster(3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/server/servertest/topology"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -409,4 +410,36 @@ func SQLite(t testing.TB) *sqlx.DB {
 func EachLedger(t *testing.T, fn func(t *testing.T, db *sqlx.DB)) {
 	t.Run("mysql", func(t *testing.T) { fn(t, MySQL(t, Config(t))) })
 	t.Run("sqlite", func(t *testing.T) { fn(t, SQLite(t)) })
+}
+
+var (
+	sharedMu      sync.Mutex
+	sharedCluster *topology.RedisCluster
+)
+
+// SharedRedisCluster returns the cluster this test binary shares (started
+// on first use, stopped by Main).
+func SharedRedisCluster(t testing.TB) *topology.RedisCluster {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedCluster == nil {
+		c, err := topology.StartRedisCluster(3)
+		if err != nil {
+			t.Fatalf("servertest: starting a Redis Cluster: %v", err)
+		}
+		sharedCluster = c
+	}
+	return sharedCluster
+}
+
+// Main runs a package's tests and then stops the topologies they shared:
+// call it from TestMain.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	sharedMu.Lock()
+	if sharedCluster != nil {
+		sharedCluster.Stop()
+	}
+	sharedMu.Unlock()
+	return code
 }

@@ -78,6 +78,7 @@ var Cases = []Case{
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
+	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 
 // Run runs the named cases (all when names is empty) and returns their
@@ -225,7 +226,12 @@ func (e *Env) close() {
 
 // info returns the fields of one INFO section.
 func (e *Env) info(ctx context.Context, section string) (map[string]string, error) {
-	text, err := e.Redis.Info(ctx, section).Result()
+	return info(ctx, e.Redis, section)
+}
+
+// info reads one section of a Redis server's INFO.
+func info(ctx context.Context, c *redis.Client, section string) (map[string]string, error) {
+	text, err := c.Info(ctx, section).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -51,7 +53,7 @@ func coalesceCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			if err != nil {
 				return Table{}, err
 			}
-			m, err := decide(ctx, e, o, c.via, sale)
+			m, err := decide(ctx, o, c.via, e.Inv, e.Redis, sale.ID)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s, %s: %w", sc.name, c.name, err)
 			}
@@ -85,13 +87,14 @@ type decisions struct {
 }
 
 // decide runs o.Clients clients for o.Duration, each buying one unit of
-// sale at a time through via, as a new user each time.
-func decide(ctx context.Context, e *Env, o Options, via inventory.Reserver, sale orders.Sale) (decisions, error) {
-	before, err := e.Inv.Stock(ctx, sale.ID)
+// sale at a time through via, as a new user each time; inv and rdb read
+// the stock and Redis's CPU before and after.
+func decide(ctx context.Context, o Options, via inventory.Reserver, inv *inventory.Store, rdb redis.UniversalClient, sale int64) (decisions, error) {
+	before, err := inv.Stock(ctx, sale)
 	if err != nil {
 		return decisions{}, err
 	}
-	cpu0, err := redisCPU(ctx, e)
+	cpu0, err := redisCPU(ctx, rdb)
 	if err != nil {
 		return decisions{}, err
 	}
@@ -99,7 +102,7 @@ func decide(ctx context.Context, e *Env, o Options, via inventory.Reserver, sale
 	took, err := runClients(ctx, o.Clients, o.Duration, t, func(ctx context.Context, client int, stop func() bool, t *tally) error {
 		for seq := 0; !stop(); seq++ {
 			u := fmt.Sprintf("c%d-%d", client, seq)
-			res, err := via.Reserve(ctx, sale.ID, []inventory.Request{{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: orders.NewID(sale.ID)}})
+			res, err := via.Reserve(ctx, sale, []inventory.Request{{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: orders.NewID(sale)}})
 			if err != nil {
 				return err
 			}
@@ -113,11 +116,11 @@ func decide(ctx context.Context, e *Env, o Options, via inventory.Reserver, sale
 	if err != nil {
 		return decisions{}, err
 	}
-	cpu1, err := redisCPU(ctx, e)
+	cpu1, err := redisCPU(ctx, rdb)
 	if err != nil {
 		return decisions{}, err
 	}
-	after, err := e.Inv.Stock(ctx, sale.ID)
+	after, err := inv.Stock(ctx, sale)
 	if err != nil {
 		return decisions{}, err
 	}
@@ -128,20 +131,28 @@ func decide(ctx context.Context, e *Env, o Options, via inventory.Reserver, sale
 	return m, nil
 }
 
-// redisCPU is the Redis server's user+system CPU time so far, in
+// redisCPU is the user+system CPU time of every Redis master so far, in
 // microseconds.
-func redisCPU(ctx context.Context, e *Env) (int64, error) {
-	info, err := e.info(ctx, "cpu")
-	if err != nil {
-		return 0, err
-	}
-	var secs float64
-	for _, name := range []string{"used_cpu_sys", "used_cpu_user"} {
-		f, err := strconv.ParseFloat(info[name], 64)
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	var mu sync.Mutex
+	var total int64
+	err := inventory.EachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		fields, err := info(ctx, c, "cpu")
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu: %s: %w", name, err)
+			return err
 		}
-		secs += f
-	}
-	return int64(secs * 1e6), nil
+		var secs float64
+		for _, name := range []string{"used_cpu_sys", "used_cpu_user"} {
+			f, err := strconv.ParseFloat(fields[name], 64)
+			if err != nil {
+				return fmt.Errorf("INFO cpu: %s: %w", name, err)
+			}
+			secs += f
+		}
+		mu.Lock()
+		total += int64(secs * 1e6)
+		mu.Unlock()
+		return nil
+	})
+	return total, err
 }

@@ -57,7 +57,7 @@ func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	redisUS := make([]int64, len(contenders)) // Redis CPU spent during each contender's runs
 	for range rounds {
 		for i, c := range contenders {
-			cpu0, err := redisCPU(ctx, e)
+			cpu0, err := redisCPU(ctx, e.Redis)
 			if err != nil {
 				return Table{}, err
 			}
@@ -68,7 +68,7 @@ func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", c.name, err)
 			}
-			cpu1, err := redisCPU(ctx, e)
+			cpu1, err := redisCPU(ctx, e.Redis)
 			if err != nil {
 				return Table{}, err
 			}

@@ -1,4 +1,9 @@
-package servertest
+// Package topology starts the scaled-out shapes of Seckill's services on
+// loopback, for tests and benchmarks: a Redis Cluster, a Redis Sentinel
+// set and a RabbitMQ cluster, from the installed redis-server and
+// rabbitmq-server, on free ports, in directories of their own. Only
+// processes started here are ever stopped or killed, by pid.
+package topology
 
 import (
 	"context"
@@ -10,20 +15,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Topologies beyond the single local services, started on loopback for
-// the tests that need them (a Redis Cluster, a Sentinel set) from the
-// installed redis-server, on free ports, in directories of their own. Only
-// processes started here are ever stopped or killed, by pid.
-
-// redisNode is one redis-server process.
-type redisNode struct {
+// RedisNode is one redis-server process.
+type RedisNode struct {
 	Port int
 	cmd  *exec.Cmd
 	dir  string
@@ -32,16 +31,16 @@ type redisNode struct {
 }
 
 // Addr is the node's host:port.
-func (n *redisNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+func (n *RedisNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
 
 // Kill stops the node with SIGKILL (a crash) and waits for it.
-func (n *redisNode) Kill() {
+func (n *RedisNode) Kill() {
 	_ = n.cmd.Process.Signal(syscall.SIGKILL)
 	<-n.done
 }
 
 // Alive reports whether the node's process still runs.
-func (n *redisNode) Alive() bool {
+func (n *RedisNode) Alive() bool {
 	select {
 	case <-n.done:
 		return false
@@ -51,7 +50,7 @@ func (n *redisNode) Alive() bool {
 }
 
 // startRedis starts redis-server on port with the given directives.
-func startRedis(dir string, port int, directives ...string) (*redisNode, error) {
+func startRedis(dir string, port int, directives ...string) (*RedisNode, error) {
 	ndir := filepath.Join(dir, strconv.Itoa(port))
 	if err := os.MkdirAll(ndir, 0o755); err != nil {
 		return nil, err
@@ -73,7 +72,7 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 	if sentinel {
 		args = append(args, "--sentinel")
 	}
-	n := &redisNode{Port: port, dir: ndir, args: args}
+	n := &RedisNode{Port: port, dir: ndir, args: args}
 	if err := n.start(); err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func startRedis(dir string, port int, directives ...string) (*redisNode, error) 
 
 // start runs the node's redis-server (again, after a Kill: with the
 // configuration it had, which Redis may have rewritten).
-func (n *redisNode) start() error {
+func (n *RedisNode) start() error {
 	n.cmd = exec.Command("redis-server", n.args...)
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
@@ -108,22 +107,22 @@ func (n *redisNode) start() error {
 
 // Pause stops the node's process (SIGSTOP) without killing it: a node
 // that falls behind, as a replica does on a loaded machine.
-func (n *redisNode) Pause() { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
+func (n *RedisNode) Pause() { _ = n.cmd.Process.Signal(syscall.SIGSTOP) }
 
 // DropReplicas closes the node's connections to its replicas (they would
 // reconnect at once, unless paused).
-func (n *redisNode) DropReplicas() error {
+func (n *RedisNode) DropReplicas() error {
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
 	defer c.Close()
 	return c.Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err()
 }
 
 // Resume lets a paused node run again.
-func (n *redisNode) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
+func (n *RedisNode) Resume() { _ = n.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart starts a killed node again, as a crashed server comes back: a
 // Sentinel or the cluster makes it a replica of the master that took over.
-func (n *redisNode) Restart() error {
+func (n *RedisNode) Restart() error {
 	if n.Alive() {
 		return nil
 	}
@@ -173,14 +172,14 @@ func freePorts(n int) ([]int, error) {
 		out = append(out, p)
 	}
 	if len(out) < n {
-		return nil, errors.New("servertest: no free ports")
+		return nil, errors.New("topology: no free ports")
 	}
 	return out, nil
 }
 
 // RedisCluster is a Redis Cluster of masters with one replica each.
 type RedisCluster struct {
-	Nodes []*redisNode
+	Nodes []*RedisNode
 	dir   string
 }
 
@@ -194,7 +193,7 @@ func (c *RedisCluster) Addrs() string {
 }
 
 // Node returns the node listening on addr.
-func (c *RedisCluster) Node(addr string) *redisNode {
+func (c *RedisCluster) Node(addr string) *RedisNode {
 	for _, n := range c.Nodes {
 		if n.Addr() == addr {
 			return n
@@ -293,13 +292,13 @@ func (c *RedisCluster) Masters() ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("servertest: no master answers")
+		return nil, errors.New("topology: no master answers")
 	}
 	return out, nil
 }
 
 // ReplicaOf returns the replica of the master at addr.
-func (c *RedisCluster) ReplicaOf(addr string) (*redisNode, error) {
+func (c *RedisCluster) ReplicaOf(addr string) (*RedisNode, error) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer cl.Close()
 	role, err := cl.Do(context.Background(), "ROLE").Slice()
@@ -315,7 +314,7 @@ func (c *RedisCluster) ReplicaOf(addr string) (*redisNode, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("servertest: %s has no replica (%v)", addr, role)
+	return nil, fmt.Errorf("topology: %s has no replica (%v)", addr, role)
 }
 
 // MasterOf returns the address of the master that serves key now.
@@ -333,8 +332,8 @@ func (c *RedisCluster) MasterOf(key string) (string, error) {
 // sentinels that fail it over within a few seconds of its death.
 type SentinelSet struct {
 	Name      string
-	Nodes     []*redisNode // the master and the replica, as started
-	Sentinels []*redisNode
+	Nodes     []*RedisNode // the master and the replica, as started
+	Sentinels []*RedisNode
 	dir       string
 }
 
@@ -348,7 +347,7 @@ func (s *SentinelSet) SentinelAddrs() string {
 }
 
 // Master returns the node the sentinels name master now.
-func (s *SentinelSet) Master() (*redisNode, error) {
+func (s *SentinelSet) Master() (*RedisNode, error) {
 	for _, sn := range s.Sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), MaxRetries: -1})
 		addr, err := c.GetMasterAddrByName(context.Background(), s.Name).Result()
@@ -361,7 +360,7 @@ func (s *SentinelSet) Master() (*redisNode, error) {
 			}
 		}
 	}
-	return nil, errors.New("servertest: no sentinel names a master")
+	return nil, errors.New("topology: no sentinel names a master")
 }
 
 // Stop kills every process and removes their files.
@@ -432,36 +431,4 @@ func StartSentinelSet() (*SentinelSet, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-var (
-	sharedMu      sync.Mutex
-	sharedCluster *RedisCluster
-)
-
-// SharedRedisCluster returns the cluster this test binary shares (started
-// on first use, stopped by Main).
-func SharedRedisCluster(t interface{ Fatalf(string, ...any) }) *RedisCluster {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if sharedCluster == nil {
-		c, err := StartRedisCluster(3)
-		if err != nil {
-			t.Fatalf("servertest: starting a Redis Cluster: %v", err)
-		}
-		sharedCluster = c
-	}
-	return sharedCluster
-}
-
-// Main runs a package's tests and then stops the topologies they shared:
-// call it from TestMain.
-func Main(m interface{ Run() int }) int {
-	code := m.Run()
-	sharedMu.Lock()
-	if sharedCluster != nil {
-		sharedCluster.Stop()
-	}
-	sharedMu.Unlock()
-	return code
 }

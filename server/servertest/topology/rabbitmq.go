@@ -1,4 +1,4 @@
-package servertest
+package topology
 
 import (
 	"fmt"
@@ -89,7 +89,7 @@ func (c *RabbitCluster) Stop() {
 // into one cluster; it returns once every node runs.
 func StartRabbitCluster(n int) (*RabbitCluster, error) {
 	if _, err := os.Stat(filepath.Join(rabbitBin, "rabbitmq-server")); err != nil {
-		return nil, fmt.Errorf("servertest: RabbitMQ is not installed (scripts/services.sh installs it): %w", err)
+		return nil, fmt.Errorf("topology: RabbitMQ is not installed (scripts/services.sh installs it): %w", err)
 	}
 	dir, err := os.MkdirTemp("", "seckill-rabbit-cluster")
 	if err != nil {
@@ -160,7 +160,7 @@ func StartRabbitCluster(n int) (*RabbitCluster, error) {
 		})
 		if err != nil {
 			c.Stop()
-			return nil, fmt.Errorf("servertest: RabbitMQ node %s: %w", node.Name, err)
+			return nil, fmt.Errorf("topology: RabbitMQ node %s: %w", node.Name, err)
 		}
 	}
 	return c, nil
