@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The services the test suite needs, on loopback at their default ports:
-# Redis 7, RabbitMQ 3, MariaDB (or MySQL) and Chromium for the browser
-# tests. On Debian or Ubuntu as root it installs what is missing and starts
+# Redis 7, RabbitMQ 3, MariaDB (or MySQL), Chromium for the browser tests
+# and wrk for the benchmark suite. On Debian or Ubuntu as root it installs what is missing and starts
 # what is not running; elsewhere it says what to install and start. Safe to
 # run again and again; never stops or reconfigures a running service.
 set -euo pipefail
@@ -31,13 +31,14 @@ command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-
 command -v mariadb-admin >/dev/null || need+=(mariadb-client)
 command -v rabbitmq-server >/dev/null || [[ -x /usr/sbin/rabbitmq-server ]] || need+=(rabbitmq-server)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+command -v wrk >/dev/null || need+=(wrk) # the benchmark suite's outside load generator
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     cat >&2 <<MSG
 The test suite needs, on loopback at their default ports:
   Redis 7 (127.0.0.1:6379), RabbitMQ 3 (127.0.0.1:5672, guest/guest),
   MariaDB 10.11 or MySQL 8 (127.0.0.1:3306, root with an empty password),
-  and Chromium for the browser tests.
+  Chromium for the browser tests, and wrk for make bench.
 Missing here: ${need[*]}.
 On Debian/Ubuntu run this as root (it installs them):  sudo make test
 Elsewhere install them with your package manager, or run

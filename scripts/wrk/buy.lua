@@ -5,15 +5,19 @@
 --   seckill loadtest --users 10000 --tokens-out tokens.txt   # mint tokens
 --   wrk -t2 -c64 -d30s -s scripts/wrk/buy.lua http://127.0.0.1:8080 -- tokens.txt 1
 --
--- Arguments after "--": the tokens file (one token per line) and the sale
--- id. At the end it prints the answers by HTTP status (200 bought, 409
--- sold out / limit / window, 429 rate limited). `seckill loadtest` does the
--- same and also audits the result; use it to check correctness.
+-- Arguments after "--": the tokens file (one token per line), the sale
+-- id, and optionally the route: buy (the default), or healthz, which sends
+-- the same headers as a GET /healthz (the baseline of `seckill bench
+-- --case outside`). At the end it prints the answers by HTTP status (200
+-- bought, 409 sold out / limit / window, 429 rate limited) and the latency
+-- percentiles. `seckill loadtest` does the same and also audits the
+-- result; use it to check correctness.
 
 local threads = {}
 local counter = 0
 local tokens = {}
 local sale = "1"
+local route = "buy"
 statuses = {} -- global: done() reads it from each thread
 
 function setup(thread)
@@ -24,6 +28,7 @@ end
 function init(args)
   local path = args[1] or "tokens.txt"
   sale = args[2] or "1"
+  route = args[3] or "buy"
   for line in io.lines(path) do
     if #line > 0 then tokens[#tokens + 1] = line end
   end
@@ -33,11 +38,15 @@ end
 
 function request()
   counter = counter + 1
-  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"}', tid, os.time(), counter)
-  return wrk.format("POST", "/api/sales/" .. sale .. "/buy", {
+  local headers = {
     ["Content-Type"] = "application/json",
     ["Authorization"] = "Bearer " .. tokens[math.random(#tokens)],
-  }, body)
+  }
+  if route == "healthz" then
+    return wrk.format("GET", "/healthz", headers)
+  end
+  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"}', tid, os.time(), counter)
+  return wrk.format("POST", "/api/sales/" .. sale .. "/buy", headers, body)
 end
 
 function response(status, headers, body)

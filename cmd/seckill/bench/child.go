@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -91,6 +92,23 @@ func (c *Child) Stop() {
 		_ = c.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// CPU is the user+system CPU time the process has used so far (from
+// /proc/<pid>/stat, in clock ticks of 10 ms).
+func (c *Child) CPU() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // RSS is the process's resident set size in bytes.

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/scripts/wrk"
+)
+
+// outsideCase loads a real `seckill all` child process from outside, with
+// wrk (one thread, o.Clients connections, a low-overhead C load generator)
+// and one script for every route: GET /healthz (the baseline: the same
+// middleware, no work), buy while stock is left, and buy after the sale
+// sold out. The routes take turns in three interleaved rounds. The
+// server's CPU per request comes from the child's /proc stat, so the cost
+// of the path shows beyond the machine's noise.
+func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
+	wrkPath, err := exec.LookPath("wrk")
+	if err != nil {
+		return Table{}, fmt.Errorf("wrk not found: apt-get install wrk (scripts/services.sh does): %w", err)
+	}
+	cfg := e.Config
+	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
+	}
+	child, err := Start(ctx, o.Binary, cfg, nil, "all")
+	if err != nil {
+		return Table{}, err
+	}
+	defer child.Stop()
+	base := "http://" + child.Addr
+	open, err := createSale(ctx, base, cfg.AdminToken, orders.MaxTotal)
+	if err != nil {
+		return Table{}, err
+	}
+	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1)
+	if err != nil {
+		return Table{}, err
+	}
+	dir, err := os.MkdirTemp("", "seckill-bench-wrk")
+	if err != nil {
+		return Table{}, err
+	}
+	defer os.RemoveAll(dir)
+	script, tokens := filepath.Join(dir, "buy.lua"), filepath.Join(dir, "tokens.txt")
+	if err := os.WriteFile(script, wrk.Script, 0o644); err != nil {
+		return Table{}, err
+	}
+	err = loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: 10_000, JWTSecret: cfg.JWTSecret}, tokens)
+	if err != nil {
+		return Table{}, err
+	}
+	// Sell the one unit, so the second sale is sold out for the whole run.
+	if _, err := runWrk(ctx, wrkPath, script, base, tokens, soldOut, "buy", o.Clients, time.Second); err != nil {
+		return Table{}, err
+	}
+
+	contenders := []struct {
+		name, route string
+		sale        int64
+	}{
+		{"GET /healthz (baseline)", "healthz", open},
+		{"buy, stock left", "buy", open},
+		{"buy, sold out", "buy", soldOut},
+	}
+	const rounds = 3
+	runs := make([][]wrkRun, len(contenders))
+	for range rounds {
+		for i, c := range contenders {
+			cpu0 := child.CPU()
+			r, err := runWrk(ctx, wrkPath, script, base, tokens, c.sale, c.route, o.Clients, o.Duration/rounds)
+			if err != nil {
+				return Table{}, fmt.Errorf("%s: %w", c.name, err)
+			}
+			r.cpu = child.CPU() - cpu0
+			runs[i] = append(runs[i], r)
+		}
+	}
+	var rows [][]string
+	var rates []float64
+	for i, c := range contenders {
+		m := mergeWrk(runs[i])
+		rates = append(rates, m.rps)
+		rows = append(rows, []string{c.name, f0(m.rps), fmt.Sprintf("%.2f", m.p50), fmt.Sprintf("%.2f", m.p99),
+			f2(ratio(float64(m.cpu.Microseconds()), float64(m.requests))), m.answers, f2(ratio(m.rps, rates[0]))})
+	}
+	return Table{
+		Title: fmt.Sprintf("From outside: wrk (1 thread, %d connections) against a `seckill all` child, %s per route (%d interleaved rounds)",
+			o.Clients, o.Duration, rounds),
+		Header: []string{"route", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "answers", "× /healthz"},
+		Rows:   rows,
+		Goals: []Goal{
+			{What: "buy with stock ≥ 0.45× GET /healthz", Got: ratio(rates[1], rates[0]), Want: 0.45},
+			{What: "sold-out buy ≥ 0.75× GET /healthz", Got: ratio(rates[2], rates[0]), Want: 0.75},
+		},
+		Notes: []string{
+			"every route is driven by scripts/wrk/buy.lua with the same headers (a token picked from 10,000, fresh request ids); limiters off; the child runs the relay and the worker too, so a buy with stock pays for its order reaching MySQL",
+			"server CPU is the child's user+system time (/proc) over the route's requests; p50 and p99 are the medians of the rounds' figures",
+		},
+	}, nil
+}
+
+// createSale creates a sale of total units (limit: all of them) through the
+// admin API and returns its id.
+func createSale(ctx context.Context, base, adminToken string, total int64) (int64, error) {
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"name": "Bench", "item": "Thing", "price_cents": 100, "total": total,
+		"per_user_limit": total, "starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)})
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/admin/api/sales", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var sale struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&sale); err != nil || res.StatusCode != http.StatusCreated {
+		return 0, fmt.Errorf("create sale: %s %v", res.Status, err)
+	}
+	return sale.ID, nil
+}
+
+// wrkRun is what one wrk run reported.
+type wrkRun struct {
+	requests int64
+	seconds  float64
+	p50, p99 float64
+	statuses map[string]int64
+	cpu      time.Duration
+}
+
+var (
+	wrkRequests = regexp.MustCompile(`(\d+) requests in ([\d.]+)(m?s)`)
+	wrkPercent  = regexp.MustCompile(`p(50|99) ([\d.]+) ms`)
+	wrkStatus   = regexp.MustCompile(`(\d{3}): (\d+)`)
+)
+
+func runWrk(ctx context.Context, wrkPath, script, base, tokens string, sale int64, route string, conns int, d time.Duration) (wrkRun, error) {
+	secs := max(1, int(d.Round(time.Second).Seconds()))
+	cmd := exec.CommandContext(ctx, wrkPath, "-t1", "-c"+strconv.Itoa(conns), fmt.Sprintf("-d%ds", secs), "-s", script, base,
+		"--", tokens, strconv.FormatInt(sale, 10), route)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkRun{}, fmt.Errorf("wrk: %v\n%s", err, out)
+	}
+	r := wrkRun{statuses: map[string]int64{}}
+	m := wrkRequests.FindSubmatch(out)
+	if m == nil {
+		return wrkRun{}, fmt.Errorf("wrk: no request count in\n%s", out)
+	}
+	r.requests, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	r.seconds, _ = strconv.ParseFloat(string(m[2]), 64)
+	if string(m[3]) == "ms" {
+		r.seconds /= 1000
+	}
+	for _, p := range wrkPercent.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(p[2]), 64)
+		if string(p[1]) == "50" {
+			r.p50 = v
+		} else {
+			r.p99 = v
+		}
+	}
+	for _, s := range wrkStatus.FindAllSubmatch(out, -1) {
+		n, _ := strconv.ParseInt(string(s[2]), 10, 64)
+		r.statuses[string(s[1])] += n
+	}
+	return r, nil
+}
+
+// merged adds up a route's rounds.
+type merged struct {
+	requests int64
+	rps      float64
+	p50, p99 float64
+	cpu      time.Duration
+	answers  string
+}
+
+func mergeWrk(runs []wrkRun) merged {
+	var m merged
+	var secs float64
+	var p50s, p99s []float64
+	statuses := map[string]int64{}
+	for _, r := range runs {
+		m.requests += r.requests
+		secs += r.seconds
+		m.cpu += r.cpu
+		p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
+		for s, n := range r.statuses {
+			statuses[s] += n
+		}
+	}
+	m.rps = ratio(float64(m.requests), secs)
+	slices.Sort(p50s)
+	slices.Sort(p99s)
+	m.p50, m.p99 = p50s[len(p50s)/2], p99s[len(p99s)/2]
+	codes := make([]string, 0, len(statuses))
+	for s := range statuses {
+		codes = append(codes, s)
+	}
+	slices.Sort(codes)
+	for i, s := range codes {
+		if i > 0 {
+			m.answers += ", "
+		}
+		m.answers += fmt.Sprintf("%s %d", s, statuses[s])
+	}
+	return m
+}
