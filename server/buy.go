@@ -46,8 +46,8 @@ func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
 		s.refuse(c, 0, err)
 		return 0, buyRequest{}, false
 	}
-	var req buyRequest
-	if err := decode(c, &req); err != nil {
+	req, err := decodeBuy(c)
+	if err != nil {
 		s.refuse(c, id, err)
 		return 0, buyRequest{}, false
 	}
@@ -88,7 +88,26 @@ func (s *Server) buy(c *gin.Context) {
 	}
 	s.outcomes.add(id, "ok")
 	s.metrics.outcomes.WithLabelValues("ok").Inc()
-	c.JSON(http.StatusOK, buyResponse{OrderID: r.OrderID, SaleID: id, Qty: r.Qty, Remaining: r.Remaining, Status: orders.StatusPending})
+	writeBought(c, buyResponse{OrderID: r.OrderID, SaleID: id, Qty: r.Qty, Remaining: r.Remaining, Status: orders.StatusPending})
+}
+
+// writeBought answers an accepted buy, its JSON written by hand: order ids
+// and statuses are plain ASCII, and this is the other half of the answers
+// a flash sale gives.
+func writeBought(c *gin.Context, r buyResponse) {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"order_id":"`...)
+	b = append(b, r.OrderID...)
+	b = append(b, `","sale_id":`...)
+	b = strconv.AppendInt(b, r.SaleID, 10)
+	b = append(b, `,"qty":`...)
+	b = strconv.AppendInt(b, r.Qty, 10)
+	b = append(b, `,"remaining":`...)
+	b = strconv.AppendInt(b, r.Remaining, 10)
+	b = append(b, `,"status":"`...)
+	b = append(b, r.Status...)
+	b = append(b, "\"}"...)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 }
 
 // refuse answers a buy with err and counts the outcome.

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 	json "github.com/go-json-experiment/json"
@@ -127,4 +129,73 @@ func kindOf(t reflect.Type) string {
 		return "boolean"
 	}
 	return t.String()
+}
+
+// decoders are reused by decodeBuy: a buy is the hottest body of all.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
+
+// decodeBuy reads a buy body {"qty": n, "request_id": "…"} with the same
+// rules as decode (exact keys, no duplicates or nulls, whole numbers in
+// range, application/json only, nothing after the object), without
+// reflection.
+func decodeBuy(c *gin.Context) (buyRequest, error) {
+	var req buyRequest
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
+		return req, invalid("Content-Type must be application/json.")
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return req, readError(err)
+	}
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer decoders.Put(dec)
+	dec.Reset(bytes.NewReader(body))
+	tok, err := dec.ReadToken()
+	switch {
+	case errors.Is(err, io.EOF):
+		return req, invalid("Request body is empty; a JSON object is expected.")
+	case err != nil:
+		return req, decodeError(err)
+	case tok.Kind() != '{':
+		return req, invalid("Request body must be a JSON object.")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return req, decodeError(err)
+		}
+		name := tok.String() // void after the next call
+		kind := dec.PeekKind()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return req, decodeError(err)
+		}
+		switch {
+		case name != "qty" && name != "request_id":
+			return req, invalid("Unknown field %q (field names are case-sensitive).", name)
+		case kind == 'n':
+			return req, invalid("Field %q must not be null.", name)
+		case name == "qty" && kind != '0':
+			return req, invalid("Field %q must be a whole number.", name)
+		case name == "qty":
+			if req.Qty, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+				return req, invalid("Field %q must be a whole number in range.", name)
+			}
+		case kind != '"':
+			return req, invalid("Field %q must be a string.", name)
+		default:
+			s, err := jsontext.AppendUnquote(nil, v)
+			if err != nil {
+				return req, decodeError(err)
+			}
+			req.RequestID = string(s)
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return req, decodeError(err)
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return req, invalid("Request body is not valid JSON.")
+	}
+	return req, nil
 }
