@@ -25,8 +25,10 @@ type Error struct {
 	Message string
 	// Fields lists field-level problems of a request body, if any.
 	Fields []orders.FieldError
-	// RetryAfter is sent as the Retry-After header of a 429.
+	// RetryAfter is sent as the Retry-After header of a 429 or 503.
 	RetryAfter time.Duration
+	// body is the answer's encoded body, when built in advance.
+	body []byte
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -62,6 +64,22 @@ var errorTable = []struct {
 	{errUnavailable, http.StatusServiceUnavailable, "unavailable", "The service is busy or a backing service is down; please retry shortly."},
 }
 
+// tableAnswers are errorTable's answers, built once with their bodies
+// encoded: refusals are most of what a flash sale answers. Shared: never
+// changed.
+var tableAnswers = func() []*Error {
+	out := make([]*Error, len(errorTable))
+	for i, row := range errorTable {
+		e := &Error{Status: row.status, Code: row.code, Message: row.msg}
+		if row.status == http.StatusServiceUnavailable {
+			e.RetryAfter = time.Second
+		}
+		e.body, _ = json.Marshal(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+		out[i] = e
+	}
+	return out
+}()
+
 // errUnavailable marks failures of a backing service (Redis, MySQL,
 // RabbitMQ) that a retry may get past.
 var errUnavailable = errors.New("backing service unavailable")
@@ -81,13 +99,9 @@ func toError(err error) *Error {
 		e.Fields = ve.Fields
 		return e
 	}
-	for _, row := range errorTable {
+	for i, row := range errorTable {
 		if errors.Is(err, row.err) {
-			e := &Error{Status: row.status, Code: row.code, Message: row.msg}
-			if row.status == http.StatusServiceUnavailable {
-				e.RetryAfter = time.Second
-			}
-			return e
+			return tableAnswers[i]
 		}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "Something went wrong on our side."}
@@ -132,6 +146,10 @@ func writeError(w http.ResponseWriter, e *Error) {
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(e.Status)
+	if e.body != nil {
+		_, _ = w.Write(e.body)
+		return
+	}
 	_ = json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Fields: e.Fields}})
 }
 
