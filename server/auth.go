@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -96,29 +98,96 @@ func MintToken(secret []byte, userID, name string, ttl time.Duration, now time.T
 	return signed, exp, err
 }
 
-var jwtParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired())
+// newTokenParser checks session tokens on the server's clock, which the
+// token cache uses too.
+func newTokenParser(now func() time.Time) *jwt.Parser {
+	return jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(now))
+}
 
 // errSignedOut means the token was issued before its user signed out.
 var errSignedOut = errors.New("signed out")
 
-// parseToken verifies a session token and returns its user.
+// parseToken verifies a session token and returns its user. A token
+// verified before is taken from the cache (until it expires); whether its
+// user signed out since is checked every time.
 func (s *Server) parseToken(raw string) (User, error) {
-	var cl Claims
-	_, err := jwtParser.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil })
-	if err != nil {
-		return User{}, err
-	}
-	if !orders.ValidUserID(cl.Subject) {
-		return User{}, errors.New("bad subject")
-	}
-	u := User{ID: cl.Subject, Name: cl.Name}
-	if cl.IssuedAt != nil {
-		u.IssuedAt = cl.IssuedAt.Unix()
+	now := s.now()
+	u, ok := s.tokens.get(raw, now)
+	if !ok {
+		var cl Claims
+		_, err := s.jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil })
+		if err != nil {
+			return User{}, err
+		}
+		if !orders.ValidUserID(cl.Subject) {
+			return User{}, errors.New("bad subject")
+		}
+		u = User{ID: cl.Subject, Name: cl.Name}
+		if cl.IssuedAt != nil {
+			u.IssuedAt = cl.IssuedAt.Unix()
+		}
+		s.tokens.put(raw, u, cl.ExpiresAt.Time)
 	}
 	if s.signOuts.revoked(u.ID, u.IssuedAt) {
 		return User{}, errSignedOut
 	}
 	return u, nil
+}
+
+// tokenCache keeps the users of session tokens verified lately, keyed by
+// the whole token (nothing shorter: a collision would hand one user's
+// session to another), until each token's expiry. Verifying an HS256 token
+// and decoding its claims costs several times a cache lookup, on every
+// request of a flash sale. It is bounded: a full shard starts afresh.
+type tokenCache struct {
+	seed   maphash.Seed
+	shards [32]tokenShard
+}
+
+type tokenShard struct {
+	mu sync.Mutex
+	m  map[string]cachedToken
+}
+
+type cachedToken struct {
+	user User
+	exp  time.Time
+}
+
+// tokenCacheSize bounds the tokens kept (about 300 bytes each).
+const tokenCacheSize = 100_000
+
+func newTokenCache() *tokenCache {
+	c := &tokenCache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].m = map[string]cachedToken{}
+	}
+	return c
+}
+
+func (c *tokenCache) shard(raw string) *tokenShard {
+	return &c.shards[maphash.String(c.seed, raw)%uint64(len(c.shards))]
+}
+
+func (c *tokenCache) get(raw string, now time.Time) (User, bool) {
+	sh := c.shard(raw)
+	sh.mu.Lock()
+	t, ok := sh.m[raw]
+	sh.mu.Unlock()
+	if !ok || !now.Before(t.exp) {
+		return User{}, false
+	}
+	return t.user, true
+}
+
+func (c *tokenCache) put(raw string, u User, exp time.Time) {
+	sh := c.shard(raw)
+	sh.mu.Lock()
+	if len(sh.m) >= tokenCacheSize/len(c.shards) {
+		clear(sh.m)
+	}
+	sh.m[raw] = cachedToken{user: u, exp: exp}
+	sh.mu.Unlock()
 }
 
 func unauthenticated(msg string) *Error {

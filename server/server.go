@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,8 @@ type Server struct {
 	logins   *limiter
 	outcomes *outcomes
 	signOuts *signOuts
+	tokens   *tokenCache
+	jwt      *jwt.Parser
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache
 	fast     *inventory.FastPath
@@ -84,11 +87,13 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 		logins:   newLimiter(loginsPerSecond, loginBurst),
 		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
 		signOuts: newSignOuts(d.Redis, d.Inventory.Keys(), cfg.SessionTTL),
+		tokens:   newTokenCache(),
 		csrf:     http.NewCrossOriginProtection(),
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.jwt = newTokenParser(s.now)
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
 	}
