@@ -94,10 +94,13 @@ func (c *Child) Stop() {
 	}
 }
 
-// CPU is the user+system CPU time the process has used so far (from
-// /proc/<pid>/stat, in clock ticks of 10 ms).
-func (c *Child) CPU() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+// CPU is the user+system CPU time the process has used so far.
+func (c *Child) CPU() time.Duration { return procCPU(c.cmd.Process.Pid) }
+
+// procCPU is a process's user+system CPU time so far (from
+// /proc/<pid>/stat, in clock ticks of 10 ms); 0 once it is gone.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -109,6 +112,29 @@ func (c *Child) CPU() time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// serviceCPU is the CPU time used so far by each backing service's
+// processes on this machine (by command name: redis-server, beam.smp,
+// mariadbd), so a run can tell where a request's CPU went outside seckill.
+func serviceCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		switch name := strings.TrimSpace(string(comm)); name {
+		case "redis-server", "beam.smp", "mariadbd":
+			out[name] += procCPU(pid)
+		}
+	}
+	return out
 }
 
 // RSS is the process's resident set size in bytes.

@@ -80,12 +80,16 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	runs := make([][]wrkRun, len(contenders))
 	for range rounds {
 		for i, c := range contenders {
-			cpu0 := child.CPU()
+			cpu0, services0 := child.CPU(), serviceCPU()
 			r, err := runWrk(ctx, wrkPath, script, base, tokens, c.sale, c.route, o.Clients, o.Duration/rounds)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", c.name, err)
 			}
 			r.cpu = child.CPU() - cpu0
+			r.services = map[string]time.Duration{}
+			for name, t := range serviceCPU() {
+				r.services[name] = t - services0[name]
+			}
 			runs[i] = append(runs[i], r)
 		}
 	}
@@ -94,13 +98,15 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	for i, c := range contenders {
 		m := mergeWrk(runs[i])
 		rates = append(rates, m.rps)
+		perReq := func(t time.Duration) string { return f2(ratio(float64(t.Microseconds()), float64(m.requests))) }
+		services := perReq(m.services["redis-server"]) + " / " + perReq(m.services["beam.smp"]) + " / " + perReq(m.services["mariadbd"])
 		rows = append(rows, []string{c.name, f0(m.rps), fmt.Sprintf("%.2f", m.p50), fmt.Sprintf("%.2f", m.p99),
-			f2(ratio(float64(m.cpu.Microseconds()), float64(m.requests))), m.answers, f2(ratio(m.rps, rates[0]))})
+			perReq(m.cpu), services, m.answers, f2(ratio(m.rps, rates[0]))})
 	}
 	return Table{
 		Title: fmt.Sprintf("From outside: wrk (1 thread, %d connections) against a `seckill all` child, %s per route (%d interleaved rounds)",
 			o.Clients, o.Duration, rounds),
-		Header: []string{"route", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "answers", "× /healthz"},
+		Header: []string{"route", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "Redis / RabbitMQ / MariaDB CPU µs/req", "answers", "× /healthz"},
 		Rows:   rows,
 		Goals: []Goal{
 			{What: "buy with stock ≥ 0.45× GET /healthz", Got: ratio(rates[1], rates[0]), Want: 0.45},
@@ -108,7 +114,8 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		},
 		Notes: []string{
 			"every route is driven by scripts/wrk/buy.lua with the same headers (a token picked from 10,000, fresh request ids); limiters off; the child runs the relay and the worker too, so a buy with stock pays for its order reaching MySQL",
-			"server CPU is the child's user+system time (/proc) over the route's requests; p50 and p99 are the medians of the rounds' figures",
+			"server CPU is the child's user+system time (/proc) over the route's requests; the services' CPU is that of every redis-server, beam.smp and mariadbd process on the machine; p50 and p99 are the medians of the rounds' figures",
+			"the machine's two cores are shared by wrk, the child and the three services: a route is as fast as the CPU all of them spend on it allows",
 		},
 	}, nil
 }
@@ -143,6 +150,7 @@ type wrkRun struct {
 	p50, p99 float64
 	statuses map[string]int64
 	cpu      time.Duration
+	services map[string]time.Duration
 }
 
 var (
@@ -190,11 +198,12 @@ type merged struct {
 	rps      float64
 	p50, p99 float64
 	cpu      time.Duration
+	services map[string]time.Duration
 	answers  string
 }
 
 func mergeWrk(runs []wrkRun) merged {
-	var m merged
+	m := merged{services: map[string]time.Duration{}}
 	var secs float64
 	var p50s, p99s []float64
 	statuses := map[string]int64{}
@@ -202,6 +211,9 @@ func mergeWrk(runs []wrkRun) merged {
 		m.requests += r.requests
 		secs += r.seconds
 		m.cpu += r.cpu
+		for name, t := range r.services {
+			m.services[name] += t
+		}
 		p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
 		for s, n := range r.statuses {
 			statuses[s] += n
