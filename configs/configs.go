@@ -78,6 +78,7 @@ type Config struct {
 
 	JWTSecret     string        `koanf:"jwt_secret" secret:"true"`
 	SessionTTL    time.Duration `koanf:"session_ttl"`
+	TicketTTL     time.Duration `koanf:"ticket_ttl"`
 	AdminToken    string        `koanf:"admin_token" secret:"true"`
 	AdminPassword string        `koanf:"admin_password" secret:"true"`
 
@@ -290,6 +291,9 @@ func (c *Config) complete() error {
 	}
 	if c.SessionTTL < time.Minute {
 		bad("session_ttl", "must be at least 1m")
+	}
+	if c.TicketTTL < 10*time.Second || c.TicketTTL > time.Hour {
+		bad("ticket_ttl", "must be between 10s and 1h")
 	}
 	if c.PaymentWindow < time.Second {
 		bad("payment_window", "must be at least 1s")

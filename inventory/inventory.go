@@ -90,6 +90,10 @@ type Sale struct {
 	Buckets int
 	// ExpireAt is when all the sale's keys go away; zero keeps them.
 	ExpireAt time.Time
+	// RequireTicket and PowDifficulty are the sale's bot defence, kept
+	// beside the stock so the buy path reads them without MySQL.
+	RequireTicket bool
+	PowDifficulty int
 }
 
 // Stock is the current state of a sale in Redis.
@@ -98,6 +102,8 @@ type Stock struct {
 	PriceCents                    int64
 	Start, End                    time.Time
 	Status                        string
+	RequireTicket                 bool
+	PowDifficulty                 int
 }
 
 // Status is the sale's state as shoppers see it at time now:
@@ -424,9 +430,12 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale Sale, t
 	if !sale.ExpireAt.IsZero() {
 		exp = sale.ExpireAt.UnixMilli()
 	}
-	flag := "0"
+	flag, ticket := "0", "0"
 	if reset {
 		flag = "1"
+	}
+	if sale.RequireTicket {
+		ticket = "1"
 	}
 	tags := ""
 	if p == parts[0] {
@@ -434,7 +443,7 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale Sale, t
 	}
 	avail, err := lua.Warm.Run(ctx, s.rdb, s.keys.Of(p).All(),
 		total, sold, sale.Limit, sale.Start.UnixMilli(), sale.End.UnixMilli(),
-		sale.Status, sale.PriceCents, exp, flag, len(parts), tags).Int64()
+		sale.Status, sale.PriceCents, exp, flag, len(parts), tags, ticket, sale.PowDifficulty).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("inventory: warm sale %d (part %s): %w", sale.ID, p.Tag, err)
 	}
@@ -545,7 +554,7 @@ func (s *Store) announce(ctx context.Context, sale int64) {
 	}
 }
 
-var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status"}
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow"}
 
 // Stock reads a sale's stock (its parts added up).
 func (s *Store) Stock(ctx context.Context, sale int64) (Stock, error) {
@@ -845,7 +854,8 @@ func stockOf(v []any) Stock {
 		Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]),
 		PriceCents: toInt(v[4]),
 		Start:      time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
-		Status: fmt.Sprint(v[7]),
+		Status:        fmt.Sprint(v[7]),
+		RequireTicket: v[8] == "1", PowDifficulty: int(toInt(v[9])),
 	}
 }
 

@@ -92,6 +92,17 @@ func (k Keys) Outcomes(sale int64) string {
 	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:outcomes"
 }
 
+// Capped ranks the users first refused for their cap in a sale, by time.
+func (k Keys) Capped(sale int64) string {
+	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:capped"
+}
+
+// Challenge holds a proof-of-work challenge of a sale until it is used
+// or expires.
+func (k Keys) Challenge(sale int64, challenge string) string {
+	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:challenge:" + challenge
+}
+
 // Turn is held (with an expiry) by the process whose turn it is to do a
 // periodic chore for a sale, such as reconciling it.
 func (k Keys) Turn(chore string, sale int64) string {

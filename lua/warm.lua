@@ -14,6 +14,7 @@
 -- ARGV[9] "1" to overwrite the counters
 -- ARGV[10] buckets: how many parts the sale has
 -- ARGV[11] tags of the other parts, comma-separated (first part only; '')
+-- ARGV[12] "1" when buys need a ticket   ARGV[13] proof-of-work difficulty
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -25,7 +26,8 @@ if fresh or ARGV[9] == '1' then
   redis.call('HDEL', KEYS[1], 'ttl')
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
-  'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10])
+  'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10],
+  'ticket', ARGV[12], 'pow', ARGV[13])
 if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'tags', ARGV[11])
 end

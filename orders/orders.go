@@ -51,6 +51,9 @@ const (
 	MaxPriceCents = 10_000_000_000 // 100,000,000.00 a unit
 	MaxNameLen    = 200
 	MaxBuckets    = 64
+	// MaxPowDifficulty bounds a sale's proof of work: 2^32 hashes is hours
+	// of a browser's time already.
+	MaxPowDifficulty = 32
 )
 
 // The window of a sale lies within these years, which both MySQL's
@@ -89,19 +92,25 @@ type Sale struct {
 	Status string `db:"status"`
 	// Buckets is how many parts the sale's stock is split into in Redis
 	// (1 to MaxBuckets), fixed at creation.
-	Buckets   int       `db:"buckets"`
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
+	Buckets int `db:"buckets"`
+	// RequireTicket makes every buy carry a buy ticket; PowDifficulty
+	// (0 to MaxPowDifficulty, 0: none) is the proof of work a ticket costs.
+	RequireTicket bool      `db:"require_ticket"`
+	PowDifficulty int       `db:"pow_difficulty"`
+	CreatedAt     time.Time `db:"created_at"`
+	UpdatedAt     time.Time `db:"updated_at"`
 }
 
 // SalePatch holds the fields of a sale a merchant may change; nil fields stay.
 type SalePatch struct {
-	Name         *string
-	Item         *string
-	PriceCents   *int64
-	PerUserLimit *int64
-	StartsAt     *time.Time
-	EndsAt       *time.Time
+	Name          *string
+	Item          *string
+	PriceCents    *int64
+	PerUserLimit  *int64
+	StartsAt      *time.Time
+	EndsAt        *time.Time
+	RequireTicket *bool
+	PowDifficulty *int
 }
 
 // Apply returns the sale with the patch's fields set.
@@ -112,6 +121,8 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.PerUserLimit, p.PerUserLimit)
 	set(&s.StartsAt, p.StartsAt)
 	set(&s.EndsAt, p.EndsAt)
+	set(&s.RequireTicket, p.RequireTicket)
+	set(&s.PowDifficulty, p.PowDifficulty)
 	return s
 }
 
@@ -162,6 +173,9 @@ func (s Sale) Validate() error {
 	}
 	if s.Buckets < 1 || s.Buckets > MaxBuckets {
 		bad("buckets", "must be between 1 and 64")
+	}
+	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
+		bad("pow_difficulty", "must be between 0 and 32")
 	}
 	for _, f := range []struct {
 		name string

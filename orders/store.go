@@ -167,18 +167,19 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return nil
 }
 
-const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, created_at, updated_at`
+const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, created_at, updated_at`
 
 const insertSale = `
-INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`
+INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets,
+  require_ticket, pow_difficulty, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`
 
 // CreateSale stores a new sale with its initial stock movement and returns
 // it with its id. Run it in InTx together with the Redis warm-up.
 func (s *Store) CreateSale(ctx context.Context, sale Sale, now time.Time) (Sale, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	res, err := s.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
-		sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), max(1, sale.Buckets), now, now)
+		sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), max(1, sale.Buckets), sale.RequireTicket, sale.PowDifficulty, now, now)
 	if err != nil {
 		return Sale{}, fmt.Errorf("orders: create sale: %w", err)
 	}
@@ -248,13 +249,14 @@ func (s *Store) SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, err
 }
 
 const updateSale = `
-UPDATE sales SET name = ?, item = ?, price_cents = ?, per_user_limit = ?, starts_at = ?, ends_at = ?, updated_at = ?
+UPDATE sales SET name = ?, item = ?, price_cents = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
+  require_ticket = ?, pow_difficulty = ?, updated_at = ?
 WHERE id = ?`
 
 // UpdateSale writes a sale's editable fields.
 func (s *Store) UpdateSale(ctx context.Context, sale Sale, now time.Time) error {
 	_, err := s.exec.ExecContext(ctx, updateSale, sale.Name, sale.Item, sale.PriceCents, sale.PerUserLimit,
-		sale.StartsAt.UTC(), sale.EndsAt.UTC(), now.UTC(), sale.ID)
+		sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.RequireTicket, sale.PowDifficulty, now.UTC(), sale.ID)
 	if err != nil {
 		return fmt.Errorf("orders: update sale %d: %w", sale.ID, err)
 	}

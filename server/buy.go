@@ -13,6 +13,7 @@ import (
 type buyRequest struct {
 	Qty       int64  `json:"qty"`
 	RequestID string `json:"request_id"`
+	Ticket    string `json:"ticket"`
 }
 
 type buyResponse struct {
@@ -74,6 +75,10 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	u := currentUser(c)
+	if err := s.checkBuyTicket(c.Request.Context(), id, u.ID, req.Ticket); err != nil {
+		s.refuse(c, id, err)
+		return
+	}
 	res, err := s.reserver.Reserve(c.Request.Context(), id, []inventory.Request{{
 		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, OrderID: orders.NewID(id),
 	}})
@@ -115,6 +120,9 @@ func (s *Server) refuse(c *gin.Context, sale int64, err error) {
 	code := errorOf(c, err).Code
 	if sale > 0 && code != "sale_not_found" {
 		s.outcomes.add(sale, code)
+		if code == "limit_exceeded" {
+			s.outcomes.hitCap(sale, currentUser(c).ID, s.now())
+		}
 	}
 	s.metrics.outcomes.WithLabelValues(code).Inc()
 	abort(c, err)

@@ -134,7 +134,8 @@ func kindOf(t reflect.Type) string {
 // decoders are reused by decodeBuy: a buy is the hottest body of all.
 var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
 
-// decodeBuy reads a buy body {"qty": n, "request_id": "…"} with the same
+// decodeBuy reads a buy body {"qty": n, "request_id": "…", "ticket": "…"}
+// (ticket optional) with the same
 // rules as decode (exact keys, no duplicates or nulls, whole numbers in
 // range, application/json only, nothing after the object), without
 // reflection.
@@ -171,7 +172,7 @@ func decodeBuy(c *gin.Context) (buyRequest, error) {
 			return req, decodeError(err)
 		}
 		switch {
-		case name != "qty" && name != "request_id":
+		case name != "qty" && name != "request_id" && name != "ticket":
 			return req, invalid("Unknown field %q (field names are case-sensitive).", name)
 		case kind == 'n':
 			return req, invalid("Field %q must not be null.", name)
@@ -188,7 +189,14 @@ func decodeBuy(c *gin.Context) (buyRequest, error) {
 			if err != nil {
 				return req, decodeError(err)
 			}
-			req.RequestID = string(s)
+			if name == "ticket" {
+				if len(s) > maxTicketLen {
+					return req, invalid("Field %q is too long.", name)
+				}
+				req.Ticket = string(s)
+			} else {
+				req.RequestID = string(s)
+			}
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // the closing brace

@@ -169,6 +169,7 @@ type saleStats struct {
 	OrdersPaid      int64            `json:"orders_paid"`
 	OrdersCancelled int64            `json:"orders_cancelled"`
 	Outcomes        map[string]int64 `json:"outcomes"`
+	Defence         defence          `json:"defence"`
 	// DeadLetters is the size of the dead-letter queue (all sales): orders
 	// the worker gave up on, to look into with seckill deadletters.
 	DeadLetters *int      `json:"dead_letters,omitempty"`
@@ -202,6 +203,11 @@ func (s *Server) saleStats(c *gin.Context) {
 		abort(c, classify(err))
 		return
 	}
+	def := defenceOf(out)
+	if def.FirstCapped, err = s.outcomes.firstCapped(ctx, id, 10); err != nil {
+		abort(c, classify(err))
+		return
+	}
 	v := views[0]
 	var dead *int
 	if s.dead != nil {
@@ -216,6 +222,7 @@ func (s *Server) saleStats(c *gin.Context) {
 		OrdersPaid:      led.Orders[orders.StatusPaid],
 		OrdersCancelled: led.Orders[orders.StatusCancelled],
 		Outcomes:        out,
+		Defence:         def,
 		DeadLetters:     dead,
 		At:              s.now().UTC(),
 	})

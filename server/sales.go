@@ -27,7 +27,11 @@ type saleJSON struct {
 	EndsAt       time.Time `json:"ends_at"`
 	Status       string    `json:"status"`
 	Buckets      int       `json:"buckets"`
-	ServerTime   time.Time `json:"server_time"`
+	// RequireTicket and PowDifficulty tell the shopper page what a buy
+	// needs (API.md, buy tickets).
+	RequireTicket bool      `json:"require_ticket"`
+	PowDifficulty int       `json:"pow_difficulty"`
+	ServerTime    time.Time `json:"server_time"`
 }
 
 // saleView joins a sale's ledger row with its live stock. A sale without
@@ -41,7 +45,7 @@ func saleView(sl orders.Sale, st inventory.Stock, hasStock bool, now time.Time) 
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: st.StatusAt(now), Buckets: sl.Buckets,
-		ServerTime: now.UTC(),
+		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, ServerTime: now.UTC(),
 	}
 }
 
@@ -128,13 +132,17 @@ type saleRequest struct {
 	PerUserLimit *int64     `json:"per_user_limit"`
 	StartsAt     *time.Time `json:"starts_at"`
 	EndsAt       *time.Time `json:"ends_at"`
+	// Bot defence (optional on create).
+	RequireTicket *bool `json:"require_ticket"`
+	PowDifficulty *int  `json:"pow_difficulty"`
 }
 
 // patch is the request as a change to a sale. Names lose surrounding white
 // space here, so what is validated is what is stored.
 func (r saleRequest) patch() orders.SalePatch {
 	return orders.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
-		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt}
+		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt,
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty}
 }
 
 func trimmed(s *string) *string {
@@ -168,7 +176,7 @@ func StockOf(sl orders.Sale, keep time.Duration) inventory.Sale {
 	return inventory.Sale{
 		ID: sl.ID, Total: sl.Total, Limit: sl.PerUserLimit, PriceCents: sl.PriceCents,
 		Start: sl.StartsAt, End: sl.EndsAt, Status: sl.Status, Buckets: sl.Buckets,
-		ExpireAt: sl.EndsAt.Add(keep),
+		ExpireAt: sl.EndsAt.Add(keep), RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty,
 	}
 }
 
@@ -245,6 +253,7 @@ func (s *Server) changeSale(c *gin.Context, fn func(ctx context.Context, tx *ord
 		return
 	}
 	s.sales.forget(id)
+	s.rules.forget(id)
 	s.writeSale(c, http.StatusOK, sl)
 }
 
@@ -319,20 +328,23 @@ func (s *Server) setStatus(action string) gin.HandlerFunc {
 	}
 }
 
-// saleCache keeps sale rows for a second, so the sale page under load does
-// not turn into a MySQL query per view. Stock always comes fresh from Redis.
-type saleCache struct {
-	ledger *orders.Store
-	now    func() time.Time
+// saleCache keeps things read per sale (ledger rows, the bot-defence
+// settings in Redis) for a second, so a sale page or a buy under load does
+// not turn into a query per request. A missing sale is kept too (found is
+// false for such errors); other errors are not.
+type saleCache[V any] struct {
+	load    func(context.Context, int64) (V, error)
+	missing func(error) bool
+	now     func() time.Time
 
 	mu sync.Mutex
-	m  map[int64]cachedSale
+	m  map[int64]cached[V]
 }
 
-type cachedSale struct {
-	sale orders.Sale
-	err  error
-	at   time.Time
+type cached[V any] struct {
+	v   V
+	err error
+	at  time.Time
 }
 
 const (
@@ -340,32 +352,32 @@ const (
 	saleCacheSize = 10_000
 )
 
-func newSaleCache(ledger *orders.Store, now func() time.Time) *saleCache {
-	return &saleCache{ledger: ledger, now: now, m: map[int64]cachedSale{}}
+func newSaleCache[V any](load func(context.Context, int64) (V, error), missing func(error) bool, now func() time.Time) *saleCache[V] {
+	return &saleCache[V]{load: load, missing: missing, now: now, m: map[int64]cached[V]{}}
 }
 
-func (sc *saleCache) get(ctx context.Context, id int64) (orders.Sale, error) {
+func (sc *saleCache[V]) get(ctx context.Context, id int64) (V, error) {
 	now := sc.now()
 	sc.mu.Lock()
 	e, ok := sc.m[id]
 	sc.mu.Unlock()
 	if ok && now.Sub(e.at) < saleCacheTTL {
-		return e.sale, e.err
+		return e.v, e.err
 	}
-	sl, err := sc.ledger.Sale(ctx, id)
-	if err != nil && !isNotFound(err) {
-		return sl, err
+	v, err := sc.load(ctx, id)
+	if err != nil && !sc.missing(err) {
+		return v, err
 	}
 	sc.mu.Lock()
 	if len(sc.m) >= saleCacheSize {
 		clear(sc.m)
 	}
-	sc.m[id] = cachedSale{sale: sl, err: err, at: now}
+	sc.m[id] = cached[V]{v: v, err: err, at: now}
 	sc.mu.Unlock()
-	return sl, err
+	return v, err
 }
 
-func (sc *saleCache) forget(id int64) {
+func (sc *saleCache[V]) forget(id int64) {
 	sc.mu.Lock()
 	delete(sc.m, id)
 	sc.mu.Unlock()

@@ -72,10 +72,13 @@ type Server struct {
 	tokens   *tokenCache
 	jwt      *jwt.Parser
 	csrf     *http.CrossOriginProtection
-	sales    *saleCache
-	fast     *inventory.FastPath
-	hubs     *hubs
-	api      *gin.RouterGroup
+	sales    *saleCache[orders.Sale]
+	// rules has each sale's stock hash, read for its bot-defence settings.
+	rules     *saleCache[inventory.Stock]
+	ticketKey []byte
+	fast      *inventory.FastPath
+	hubs      *hubs
+	api       *gin.RouterGroup
 }
 
 // New builds a Server. It opens nothing; Run serves.
@@ -111,7 +114,9 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 			s.reserver = b
 		}
 	}
-	s.sales = newSaleCache(s.ledger, s.now)
+	s.sales = newSaleCache(s.ledger.Sale, isNotFound, s.now)
+	s.rules = newSaleCache(s.inv.Stock, func(err error) bool { return errors.Is(err, inventory.ErrSaleNotFound) }, s.now)
+	s.ticketKey = TicketKey(cfg.JWTSecret)
 	s.hubs = newHubs(s)
 	for _, o := range cfg.AllowedOriginsList() {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
@@ -154,6 +159,8 @@ func (s *Server) routes() error {
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
+	api.GET("/sales/:id/challenge", s.requireUser, s.challenge)
+	api.POST("/sales/:id/ticket", s.requireUser, s.ticket)
 	api.GET("/orders", s.requireUser, s.listOrders)
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)

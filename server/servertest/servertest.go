@@ -305,6 +305,8 @@ type SaleSpec struct {
 	Total, Limit, PriceCents int64
 	Start, End               time.Time
 	Buckets                  int
+	RequireTicket            bool
+	PowDifficulty            int
 }
 
 // MustSale creates a sale through srv, as the admin API does.
@@ -327,6 +329,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
 		Name: "Test sale", Item: "Test item", PriceCents: spec.PriceCents, Total: spec.Total,
 		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
+		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty,
 	})
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)
