@@ -176,3 +176,8 @@ func defenceOf(out map[string]int64) defence {
 	}
 	return d
 }
+
+// FlushOutcomes writes the outcome counts gathered so far to Redis, as the
+// server's background loop does once a second (for tests and tools that
+// serve the Handler without Run).
+func (s *Server) FlushOutcomes(ctx context.Context) error { return s.outcomes.flush(ctx) }

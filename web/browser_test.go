@@ -449,3 +449,72 @@ func (tb *tab) checkText(where, sel, want string) {
 		tb.t.Errorf("%s: %s has unicode-bidi %q (%v), want isolate", where, sel, bidi, err)
 	}
 }
+
+// TestTicketsInBrowser: the merchant creates a sale that needs a ticket
+// with a proof of work, from the admin panel (which shows what the work
+// costs); a shopper buys: the page solves the challenge in a Web Worker,
+// showing progress, gets a ticket and buys with it, with no console error.
+// The proof of work's time and hash rate are logged (README, bot defence).
+func TestTicketsInBrowser(t *testing.T) {
+	env := servertest.New(t)
+	srv := env.Server(t, nil)
+	site := servertest.HTTP(t, srv.Handler())
+	dir := artifacts(t)
+	b := browser(t)
+	const difficulty = 16
+
+	admin := newTab(t, b, "tickets-admin", site.URL)
+	admin.logIn("#new-sale")
+	admin.do("new sale",
+		chromedp.Click(chromedp.CSS("#new-sale")),
+		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "Bot-proof drop"),
+		chromedp.SendKeys(chromedp.CSS("#f-item"), "Console X"),
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "49900"),
+		chromedp.SendKeys(chromedp.CSS("#f-total"), "10"),
+		chromedp.Click(chromedp.CSS("#f-require_ticket")),
+		chromedp.SetValue(chromedp.CSS("#f-pow_difficulty"), fmt.Sprint(difficulty)),
+	)
+	admin.setWindow(-time.Minute)
+	admin.do("cost shown", chromedp.Evaluate[chromedp.Void](`document.querySelector("#f-pow_difficulty").dispatchEvent(new Event("input"))`))
+	admin.waitJS("cost", fmt.Sprintf(`document.querySelector("#pow-cost").textContent.includes(%q)`, "65,536 hashes"), 5*time.Second)
+	admin.screenshot(dir, "admin-form-tickets.png")
+	admin.do("create", chromedp.Click(chromedp.CSS("#save")))
+	admin.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-challenges")`, 10*time.Second)
+	loc, err := chromedp.Run(admin.ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saleID int64
+	if _, err := fmt.Sscanf(loc[strings.LastIndex(loc, "/")+1:], "%d", &saleID); err != nil {
+		t.Fatalf("dashboard location %q: %v", loc, err)
+	}
+	sale, err := env.Ledger.Sale(context.Background(), saleID)
+	if err != nil || !sale.RequireTicket || sale.PowDifficulty != difficulty {
+		t.Fatalf("sale from the form: %+v, %v; want require_ticket and difficulty %d", sale, err, difficulty)
+	}
+
+	shopper := newTab(t, b, "tickets-shopper", site.URL)
+	shopper.signIn("Carol", fmt.Sprintf(`[data-sale="%d"]`, saleID))
+	shopper.do("open sale", chromedp.Navigate(fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)), chromedp.WaitVisible(chromedp.CSS("#buy")))
+	shopper.waitJS("buy enabled", `!document.querySelector("#buy").disabled`, 10*time.Second)
+	shopper.do("buy", chromedp.Click(chromedp.CSS("#buy")))
+	shopper.waitJS("purchase result", `document.querySelector("#result-title")?.textContent === "You got it!"`, 60*time.Second)
+	shopper.screenshot(dir, "sale-bought-with-ticket.png")
+	pow, err := chromedp.Run(shopper.ctx, chromedp.Evaluate[map[string]float64](`window.seckillPow`))
+	if err != nil || pow["difficulty"] != difficulty {
+		t.Fatalf("proof of work record: %v, %v", pow, err)
+	}
+	t.Logf("proof of work in headless Chromium: difficulty %d, %.0f hashes in %.0f ms (%.0f hashes/s)",
+		difficulty, pow["tried"], pow["ms"], 1000*pow["tried"]/max(1, pow["ms"]))
+
+	// The dashboard counts the challenge and the ticket.
+	if err := srv.FlushOutcomes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	admin.waitJS("challenge counted", `document.querySelector("#stat-challenges").textContent === "1 / 1"`, 10*time.Second)
+	admin.screenshot(dir, "admin-dashboard-tickets.png")
+	for _, tb := range []*tab{admin, shopper} {
+		tb.checkConsole()
+	}
+}

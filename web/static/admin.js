@@ -150,13 +150,23 @@ async function formView(id) {
       { type: "number", min: "1", max: "64", step: "1", value: sale ? sale.buckets : "1", disabled: !!sale }],
     starts_at: ["Starts", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
     ends_at: ["Ends", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
+    require_ticket: ["Buys need a ticket (handed out once the sale opens)", { type: "checkbox", checked: !!(sale && sale.require_ticket) }],
+    pow_difficulty: ["Proof of work for a ticket (0–32 leading zero bits; 0 = off)",
+      { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0" }],
   };
   const inputs = {}, errs = {};
   const labels = Object.entries(fields).map(([k, [label, attrs]]) => {
     inputs[k] = el("input", { id: `f-${k}`, name: k, ...attrs });
     errs[k] = el("span", { class: "err", id: `err-${k}` });
+    if (attrs.type === "checkbox") return el("label", { class: "check" }, inputs[k], label, errs[k]);
     return el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]);
   });
+  // What a proof of work costs each shopper (and each bot account).
+  const cost = el("span", { class: "muted", id: "pow-cost" });
+  const showCost = () => { cost.textContent = powCost(Number(inputs.pow_difficulty.value)); };
+  inputs.pow_difficulty.addEventListener("input", showCost);
+  showCost();
+  errs.pow_difficulty.before(cost);
   const formErr = el("div", { id: "form-error" });
   const submit = el("button", { class: "primary", type: "submit", id: "save" }, sale ? "Save changes" : "Create sale");
   const onsubmit = async (ev) => {
@@ -167,7 +177,9 @@ async function formView(id) {
     for (const [k, input] of Object.entries(inputs)) {
       if (input.disabled) continue;
       const v = input.value.trim();
-      if (input.type === "number") {
+      if (input.type === "checkbox") {
+        body[k] = input.checked;
+      } else if (input.type === "number") {
         if (v === "" || !Number.isInteger(Number(v))) {
           errs[k].textContent = "must be a whole number";
           input.classList.add("invalid");
@@ -207,6 +219,18 @@ async function formView(id) {
       el("div", { class: "full" }, formErr),
       el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, "Cancel"))));
   inputs.name.focus();
+}
+
+// powCost tells what a proof of work of n bits costs a solver: 2^n
+// hashes expected, and the time at the rate the browser test measured in
+// headless Chromium on a shared 2-core machine (README, bot defence).
+const browserHashesPerSecond = 130_000;
+function powCost(n) {
+  if (!Number.isInteger(n) || n <= 0) return "Off: a ticket costs one request.";
+  const hashes = 2 ** n;
+  const s = hashes / browserHashesPerSecond;
+  const time = s < 1 ? `${Math.max(1, Math.round(s * 1000))} ms` : s < 120 ? `${Math.round(s)} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
+  return `≈ ${hashes.toLocaleString("en-US")} hashes expected per ticket: about ${time} of a shopper's browser (and of each bot account).`;
 }
 
 // chart draws sold and remaining over time on a canvas.
@@ -266,6 +290,7 @@ async function dashboardView(id) {
   const ctl = el("div", {});
   // Shown only while the dead-letter queue holds messages.
   const dead = el("p", { class: "result warn", id: "dead-letters", hidden: true });
+  const capped = el("div", { id: "first-capped" });
   const points = [];
   let prev = null;
   let stats = null;
@@ -276,7 +301,14 @@ async function dashboardView(id) {
     if (!stats || !live) return;
     badge.className = `badge ${stats.status}`;
     badge.textContent = statusLabel[stats.status] || stats.status;
-    for (const [k, cell] of Object.entries(cells)) cell.textContent = stats[k];
+    const d = stats.defence || {};
+    const shown = { ...stats, ticket_refusals: (d.ticket_required || 0) + (d.ticket_invalid || 0),
+      challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, pow_invalid: d.pow_invalid || 0 };
+    for (const [k, cell] of Object.entries(cells)) cell.textContent = shown[k];
+    const first = d.first_capped || [];
+    capped.replaceChildren(first.length ? el("ol", { class: "capped" }, first.map((c) =>
+      el("li", {}, el("span", { class: "mono" }, c.user_id), " ", el("span", { class: "muted" }, localTime(c.at)))))
+      : el("span", { class: "muted" }, "Nobody yet."));
     dead.hidden = !(stats.dead_letters > 0);
     dead.textContent = `${stats.dead_letters} message${stats.dead_letters === 1 ? "" : "s"} in the dead-letter queue ` +
       "(all sales): orders the worker could not write. See them with `seckill deadletters list`.";
@@ -318,7 +350,8 @@ async function dashboardView(id) {
     el("div", { class: "row", style: "justify-content:space-between" },
       el("div", {}, el("h1", { style: "margin-bottom:.2rem", id: "sale-name" }, userText(sale.name)),
         el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item),
-          ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "")))),
+          ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "") +
+          (sale.require_ticket ? ` · tickets${sale.pow_difficulty ? `, proof of work ${sale.pow_difficulty} bits` : ""}` : "")))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
         el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
     dead,
@@ -327,6 +360,11 @@ async function dashboardView(id) {
       stat("orders_pending", "Awaiting payment"), stat("orders_paid", "Paid"), stat("orders_cancelled", "Cancelled")),
     el("h2", {}, "Buy outcomes"),
     el("div", { class: "stats" }, rate("ok", "OK"), rate("sold_out", "Sold out"), rate("limit_exceeded", "Limit"), rate("rate_limited", "Rate limited")),
+    el("h2", {}, "Bot defence"),
+    el("div", { class: "stats" }, stat("ticket_refusals", "Buys without a good ticket"), stat("challenges", "Challenges solved / issued"),
+      stat("tickets_issued", "Tickets issued"), stat("pow_invalid", "Bad proofs of work")),
+    el("div", { class: "card", style: "margin-top:.6rem" }, el("div", { class: "l" }, "First customers refused for their cap (many within moments: a bot farm)"),
+      capped),
     el("h2", {}, "Progress"),
     el("div", { class: "card" }, canvas,
       el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),

@@ -103,8 +103,49 @@ function outcome(e, sale) {
     rate_limited: ["warn", "Too many requests", `Slow down a little: try again in ${e.retryAfter || 1} s.`],
     unavailable: ["warn", "Service busy", "The shop cannot take orders this instant. Try again in a moment."],
     network: ["warn", "No connection", e.message],
+    ticket_required: ["warn", "Check failed", "This sale needs a buy ticket and none could be had. Try again."],
+    ticket_invalid: ["warn", "Check failed", "Your buy ticket ran out. Try again: a new one is fetched."],
+    pow_invalid: ["warn", "Check failed", "The check before buying did not pass. Try again."],
+    pow: ["bad", "Check failed", e.message],
   }[e.code] || ["bad", "Something went wrong", e.message];
   return { kind: msg[0], title: msg[1], detail: msg[2] };
+}
+
+// Buy tickets (sales with require_ticket): one a sale, kept while it
+// serves, earned with a proof of work in a Web Worker when the sale asks.
+const tickets = new Map();
+
+async function buyTicket(sale, progress) {
+  const t = tickets.get(sale.id);
+  if (t && t.expires - serverNow() > 5000) return t.ticket;
+  let body = {};
+  if (sale.pow_difficulty > 0) {
+    const c = await api("GET", `/api/sales/${sale.id}/challenge`);
+    body = { challenge: c.challenge, nonce: await solve(c.challenge, c.difficulty, progress) };
+  }
+  const r = await api("POST", `/api/sales/${sale.id}/ticket`, body);
+  tickets.set(sale.id, { ticket: r.ticket, expires: Date.parse(r.expires_at) });
+  return r.ticket;
+}
+
+// solve runs pow.js; progress gets the share of the expected work done.
+function solve(challenge, difficulty, progress) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker("/static/pow.js");
+    const started = performance.now();
+    w.onmessage = (ev) => {
+      progress(ev.data.tried / 2 ** difficulty);
+      if (ev.data.nonce === undefined) return;
+      w.terminate();
+      window.seckillPow = { difficulty, tried: ev.data.tried, ms: performance.now() - started };
+      resolve(ev.data.nonce);
+    };
+    w.onerror = (ev) => {
+      w.terminate();
+      reject({ code: "pow", message: ev.message || "This browser could not run the check before buying." });
+    };
+    w.postMessage({ challenge, difficulty });
+  });
 }
 
 function randomID() {
@@ -140,6 +181,8 @@ async function saleView(id) {
   const when = el("div", { class: "muted", id: "window" });
   let inFlight = false;
   let retryAt = 0;
+  // What the button says while a ticket is being earned.
+  let verifying = "";
 
   const paint = () => {
     const st = liveStatus(sale);
@@ -162,7 +205,7 @@ async function saleView(id) {
     minus.disabled = qty <= 1;
     plus.disabled = qty >= sale.per_user_limit;
     buy.disabled = inFlight || st !== "active" || now < retryAt || qty > sale.remaining;
-    buy.textContent = inFlight ? "Buying…" : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
+    buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
   };
 
   const showResult = (kind, title, ...detail) => {
@@ -207,19 +250,36 @@ async function saleView(id) {
     paint();
     const body = { qty, request_id: randomID() };
     let r = null, err = null;
-    // A lost answer is retried with the same request_id: never a second buy.
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // A lost answer is retried with the same request_id: never a second
+    // buy. A refused ticket (expired, or the merchant just asked for them)
+    // is replaced once.
+    for (let attempt = 0, renewed = false; attempt < 3; attempt++) {
       try {
+        if (sale.require_ticket) {
+          body.ticket = await buyTicket(sale, (done) => {
+            verifying = `Verifying… ${Math.min(99, Math.round(100 * done))}%`;
+            paint();
+          });
+          verifying = "";
+        }
         r = await api("POST", `/api/sales/${id}/buy`, body);
         err = null;
         break;
       } catch (e) {
         err = e;
+        verifying = "";
+        if ((e.code === "ticket_required" || e.code === "ticket_invalid") && !renewed) {
+          renewed = true;
+          sale.require_ticket = true;
+          tickets.delete(sale.id);
+          continue;
+        }
         if (e.code !== "network" && e.code !== "unavailable") break;
         await new Promise((ok) => setTimeout(ok, 300 * (attempt + 1)));
       }
     }
     inFlight = false;
+    verifying = "";
     if (r) {
       await succeeded(r);
     } else if (err.code === "unauthenticated") {
