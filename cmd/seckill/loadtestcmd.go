@@ -18,7 +18,7 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.StringVar(&o.URL, "url", "http://"+cfg.HTTPAddr, "the server to load")
 	fs.Int64Var(&o.SaleID, "sale", 0, "the sale to buy from; 0 creates one (see --create-sale)")
 	fs.StringVar(&o.CreateSale, "create-sale", "total=1000,limit=2,price=100,start=0s,duration=1h",
-		"the sale to create when --sale is 0 (start is a delay from now)")
+		"the sale to create when --sale is 0 (start is a delay from now; add ticket=1 and pow=N for a sale with buy tickets)")
 	fs.StringVar(&o.AdminToken, "admin-token", cfg.AdminToken, "admin bearer token (creates the sale, reads stats); default SECKILL_ADMIN_TOKEN")
 	fs.IntVar(&o.Users, "users", 1000, "distinct shoppers")
 	fs.StringVar(&o.JWTSecret, "jwt-secret", os.Getenv("SECKILL_JWT_SECRET"),
@@ -31,6 +31,7 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to send")
 	fs.IntVar(&o.Requests, "n", 0, "total requests to send (overrides --duration)")
 	fs.DurationVar(&o.WaitPersist, "wait-persist", 0, "also check that MySQL holds every accepted order within this time (needs the admin token)")
+	tickets := fs.Bool("tickets", true, "on a sale with require_ticket, get each user a ticket (solving its proof of work) like a client; false sends buys without, to measure the refusals")
 	tokensOut := fs.String("tokens-out", "", "write one token per user to this file and exit (for wrk: scripts/wrk/buy.lua)")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file (- for stdout)")
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +40,7 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
+	o.NoTickets = !*tickets
 	if *tokensOut != "" {
 		return loadtest.WriteTokens(ctx, o, *tokensOut)
 	}

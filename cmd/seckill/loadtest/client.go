@@ -29,6 +29,9 @@ type saleView struct {
 	Remaining    int64 `json:"remaining"`
 	Sold         int64 `json:"sold"`
 	PerUserLimit int64 `json:"per_user_limit"`
+	// The sale's bot defence (API.md, buy tickets).
+	RequireTicket bool `json:"require_ticket"`
+	PowDifficulty int  `json:"pow_difficulty"`
 }
 
 type statsView struct {
@@ -90,7 +93,7 @@ func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s: %s", e.statu
 // buy sends one buy. A refusal with an API error code is not an error: it
 // comes back as status and code. err is a transport failure (or an answer
 // that is not the API's).
-func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, rid string) (status int, code, order string, err error) {
+func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, rid, ticket string) (status int, code, order string, err error) {
 	var ok struct {
 		OrderID string `json:"order_id"`
 	}
@@ -98,7 +101,11 @@ func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, r
 	if path == "" {
 		path = "/api/sales/%d/buy"
 	}
-	status, err = c.do(ctx, "POST", fmt.Sprintf(path, sale), token, map[string]any{"qty": qty, "request_id": rid}, &ok)
+	body := map[string]any{"qty": qty, "request_id": rid}
+	if ticket != "" {
+		body["ticket"] = ticket
+	}
+	status, err = c.do(ctx, "POST", fmt.Sprintf(path, sale), token, body, &ok)
 	var ae *apiError
 	if errors.As(err, &ae) {
 		if ae.code == "" {
@@ -107,6 +114,37 @@ func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, r
 		return status, ae.code, "", nil
 	}
 	return status, "", ok.OrderID, err
+}
+
+// ticket gets a buy ticket for sale as the shopper page does: with a
+// proof of work first when the sale asks for one. hashes is how many
+// nonces were tried.
+func (c *client) ticket(ctx context.Context, sale int64, token string, difficulty int) (ticket string, exp time.Time, hashes int64, err error) {
+	body := map[string]string{}
+	if difficulty > 0 {
+		var ch struct {
+			Challenge  string `json:"challenge"`
+			Difficulty int    `json:"difficulty"`
+		}
+		if _, err := c.do(ctx, "GET", fmt.Sprintf("/api/sales/%d/challenge", sale), token, nil, &ch); err != nil {
+			return "", exp, 0, fmt.Errorf("challenge: %w", err)
+		}
+		nonce := ""
+		for n := int64(0); nonce == ""; n++ {
+			if s := strconv.FormatInt(n, 10); server.Solves(ch.Challenge, s, ch.Difficulty) {
+				nonce, hashes = s, n+1
+			}
+		}
+		body = map[string]string{"challenge": ch.Challenge, "nonce": nonce}
+	}
+	var t struct {
+		Ticket    string    `json:"ticket"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if _, err := c.do(ctx, "POST", fmt.Sprintf("/api/sales/%d/ticket", sale), token, body, &t); err != nil {
+		return "", exp, hashes, fmt.Errorf("ticket: %w", err)
+	}
+	return t.Ticket, t.ExpiresAt, hashes, nil
 }
 
 func (c *client) sale(ctx context.Context, id int64) (saleView, error) {
@@ -155,17 +193,19 @@ func (c *client) session(ctx context.Context, name string) (id, token string, er
 }
 
 // createSale creates a sale from a spec such as
-// "total=1000,limit=2,price=100,start=0s,duration=1h" (start: delay from now).
+// "total=1000,limit=2,price=100,start=0s,duration=1h,ticket=1,pow=8"
+// (start: delay from now; ticket=1: buys need a ticket; pow: its proof of
+// work's difficulty).
 func (c *client) createSale(ctx context.Context, spec, runID string) (int64, error) {
 	if c.admin == "" {
 		return 0, errors.New("creating a sale needs the admin token (--admin-token or SECKILL_ADMIN_TOKEN); or pass --sale")
 	}
-	v := map[string]string{"total": "1000", "limit": "1", "price": "100", "start": "0s", "duration": "1h"}
+	v := map[string]string{"total": "1000", "limit": "1", "price": "100", "start": "0s", "duration": "1h", "ticket": "0", "pow": "0"}
 	if spec != "" {
 		for _, kv := range strings.Split(spec, ",") {
 			k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if _, known := v[k]; !ok || !known {
-				return 0, fmt.Errorf("--create-sale: %q is not one of total=, limit=, price=, start=, duration=", kv)
+				return 0, fmt.Errorf("--create-sale: %q is not one of total=, limit=, price=, start=, duration=, ticket=, pow=", kv)
 			}
 			v[k] = val
 		}
@@ -182,7 +222,8 @@ func (c *client) createSale(ctx context.Context, spec, runID string) (int64, err
 	price, err3 := num("price")
 	start, err4 := time.ParseDuration(v["start"])
 	dur, err5 := time.ParseDuration(v["duration"])
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	pow, err6 := num("pow")
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return 0, err
 	}
 	// A second back: "start=0s" means open now, even with a little clock skew.
@@ -191,7 +232,8 @@ func (c *client) createSale(ctx context.Context, spec, runID string) (int64, err
 	_, err := c.do(ctx, "POST", "/admin/api/sales", c.admin, map[string]any{
 		"name": "loadtest " + runID, "item": "load test item", "price_cents": price, "total": total,
 		"per_user_limit": limit, "starts_at": startsAt.UTC().Format(time.RFC3339Nano),
-		"ends_at": startsAt.Add(dur).UTC().Format(time.RFC3339Nano),
+		"ends_at":        startsAt.Add(dur).UTC().Format(time.RFC3339Nano),
+		"require_ticket": v["ticket"] == "1" || v["ticket"] == "true", "pow_difficulty": pow,
 	}, &s)
 	if err != nil {
 		return 0, fmt.Errorf("create sale: %w", err)

@@ -48,6 +48,10 @@ type Options struct {
 
 	WaitPersist time.Duration // also audit MySQL's orders within this time
 	NoAudit     bool          // skip the audit (for routes that do not buy)
+	// NoTickets sends buys without tickets even when the sale requires
+	// them (to measure the refusals); otherwise each user gets a ticket
+	// before the run, as a client would, and renews it when it runs out.
+	NoTickets bool
 	// Path is the buy route with %d for the sale id; empty means API.md's
 	// /api/sales/%d/buy (the benchmark suite points it at a baseline).
 	Path string
@@ -75,6 +79,8 @@ type Report struct {
 	// PersistSeconds is how long after the last answer the ledger held
 	// every accepted order (with WaitPersist).
 	PersistSeconds float64 `json:"persist_seconds,omitempty"`
+	// Tickets is what getting buy tickets cost (sales with require_ticket).
+	Tickets *TicketCost `json:"tickets,omitempty"`
 
 	// Hist holds the latencies in microseconds (for Merge).
 	Hist *hdrhistogram.Histogram `json:"-"`
@@ -150,6 +156,24 @@ func (a *Audit) check(ok bool, what string, args ...any) {
 	}
 }
 
+// TicketCost is the time and work spent on buy tickets, apart from the
+// buys: before the run (every user) and during it (renewals).
+type TicketCost struct {
+	Fetched       int64   `json:"fetched"`
+	Renewed       int64   `json:"renewed"`
+	Failed        int64   `json:"failed"`
+	SecondsBefore float64 `json:"seconds_before"` // wall time of the fetch before the run
+	SecondsDuring float64 `json:"seconds_during"` // time renewals added to buys (summed over workers)
+	Hashes        int64   `json:"hashes"`         // proof-of-work nonces tried
+	Difficulty    int     `json:"difficulty"`
+}
+
+// ticket is a user's buy ticket and when it runs out.
+type ticket struct {
+	text string
+	exp  time.Time
+}
+
 // ErrAudit is returned (wrapped) when the run finished but its audit failed.
 var ErrAudit = errors.New("audit failed")
 
@@ -184,6 +208,11 @@ type run struct {
 
 	sentN, doneN, okN, transport atomic.Int64
 	minRemaining                 atomic.Int64
+
+	// tickets holds each user's buy ticket, when the sale needs them.
+	tickets                                 []atomic.Pointer[ticket]
+	difficulty                              int
+	fetched, renewed, failed, hashes, renew atomic.Int64 // renew: ns spent renewing
 }
 
 // Run performs the load run and its audit. The error wraps ErrAudit when
@@ -215,6 +244,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if r.users, err = r.makeUsers(ctx); err != nil {
 		return Report{}, err
 	}
+	var ticketsBefore time.Duration
+	if before.RequireTicket && !o.NoTickets {
+		t0 := time.Now()
+		if err := r.fetchTickets(ctx, before.PowDifficulty); err != nil {
+			return Report{}, err
+		}
+		ticketsBefore = time.Since(t0)
+	}
 
 	start := time.Now()
 	rctx, stop := context.WithCancel(ctx)
@@ -233,6 +270,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	bg.Wait()
 
 	rep := r.report(mode, elapsed)
+	if r.tickets != nil {
+		rep.Tickets = &TicketCost{Fetched: r.fetched.Load(), Renewed: r.renewed.Load(), Failed: r.failed.Load(),
+			SecondsBefore: ticketsBefore.Seconds(), SecondsDuring: time.Duration(r.renew.Load()).Seconds(),
+			Hashes: r.hashes.Load(), Difficulty: r.difficulty}
+	}
 	if o.NoAudit {
 		return rep, nil
 	}
@@ -283,6 +325,60 @@ func newHTTPClient(conns int) *http.Client {
 	t.MaxIdleConnsPerHost = conns * 2
 	t.MaxConnsPerHost = 0
 	return &http.Client{Transport: t, Timeout: 30 * time.Second}
+}
+
+// fetchTickets gets every user a buy ticket (solving the proof of work
+// when the sale has one), 32 at a time.
+func (r *run) fetchTickets(ctx context.Context, difficulty int) error {
+	r.tickets, r.difficulty = make([]atomic.Pointer[ticket], len(r.users)), difficulty
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.users))
+	sem := make(chan struct{}, 32)
+	for i := range r.users {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = r.getTicket(ctx, i)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("loadtest: buy tickets: %w", err)
+	}
+	r.fetched.Store(int64(len(r.users)))
+	return nil
+}
+
+func (r *run) getTicket(ctx context.Context, u int) error {
+	text, exp, hashes, err := r.c.ticket(ctx, r.o.SaleID, r.users[u].token, r.difficulty)
+	r.hashes.Add(hashes)
+	if err != nil {
+		r.failed.Add(1)
+		return err
+	}
+	r.tickets[u].Store(&ticket{text: text, exp: exp})
+	return nil
+}
+
+// ticketOf is user u's ticket for a buy, renewed when it has less than
+// 5 s left (the time counts apart from the buy's latency).
+func (r *run) ticketOf(ctx context.Context, u int) string {
+	if r.tickets == nil {
+		return ""
+	}
+	t := r.tickets[u].Load()
+	if t != nil && time.Until(t.exp) > 5*time.Second {
+		return t.text
+	}
+	t0 := time.Now()
+	if r.getTicket(ctx, u) == nil {
+		r.renewed.Add(1)
+	}
+	r.renew.Add(int64(time.Since(t0)))
+	if t = r.tickets[u].Load(); t == nil {
+		return ""
+	}
+	return t.text
 }
 
 // makeUsers mints a token per user with the secret, or signs each in.
@@ -337,8 +433,12 @@ func (r *run) next(rng *rand.Rand) sent {
 
 // fire sends one buy and records its answer; latency counts from t0.
 func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
+	tk := r.ticketOf(ctx, s.user)
+	if r.tickets != nil {
+		t0 = time.Now() // a renewal is not the buy's latency
+	}
 	r.sentN.Add(1)
-	status, code, order, err := r.c.buy(ctx, r.o.SaleID, r.users[s.user].token, s.qty, s.rid)
+	status, code, order, err := r.c.buy(ctx, r.o.SaleID, r.users[s.user].token, s.qty, s.rid, tk)
 	lat := time.Since(t0)
 	r.doneN.Add(1)
 	r.mu.Lock()
@@ -552,6 +652,15 @@ func (rep Report) Print(w io.Writer) {
 	fmt.Fprintf(&b, "  outcomes        %s\n", rep.OutcomeLine())
 	fmt.Fprintf(&b, "  transport errs  %d %s\n", rep.Transport, rep.FirstError)
 	fmt.Fprintf(&b, "  accepted        %d orders, %d units\n", rep.Accepted, rep.UnitsBought)
+	if t := rep.Tickets; t != nil {
+		fmt.Fprintf(&b, "  tickets         %d fetched in %.2fs before the run, %d renewed during it (%.2fs), %d failed",
+			t.Fetched, t.SecondsBefore, t.Renewed, t.SecondsDuring, t.Failed)
+		if t.Difficulty > 0 {
+			fmt.Fprintf(&b, "; proof of work %d bits: %d hashes (%.0f a ticket)", t.Difficulty, t.Hashes,
+				float64(t.Hashes)/float64(max(1, t.Fetched+t.Renewed)))
+		}
+		fmt.Fprintln(&b)
+	}
 	if rep.PersistSeconds > 0 {
 		fmt.Fprintf(&b, "  ledger          every accepted order in within %.2fs of the last answer\n", rep.PersistSeconds)
 	}

@@ -55,6 +55,34 @@ func TestHonestRunPasses(t *testing.T) {
 	}
 }
 
+// TestTicketedSale: on a sale with buy tickets and a proof of work, a run
+// gets each user a ticket first (reported apart from the buys) and buys
+// with it; with --tickets=false every buy is refused ticket_required and
+// nothing is sold.
+func TestTicketedSale(t *testing.T) {
+	url := stack(t)
+	base := loadtest.Options{URL: url, AdminToken: servertest.AdminToken, JWTSecret: servertest.JWTSecret,
+		Users: 40, Qty: 1, Concurrency: 8, Requests: 200}
+	o := base
+	o.CreateSale = "total=1000,limit=3,ticket=1,pow=6"
+	rep, err := loadtest.Run(context.Background(), o)
+	var b strings.Builder
+	rep.Print(&b)
+	if err != nil || rep.Tickets == nil || rep.Tickets.Fetched != 40 || rep.Tickets.Hashes < 40 || rep.Outcomes["ok"] == 0 ||
+		rep.Outcomes["ticket_required"]+rep.Outcomes["ticket_invalid"] != 0 || !strings.Contains(b.String(), "proof of work 6 bits") {
+		t.Fatalf("run with tickets: %v\n%s", err, b.String())
+	}
+
+	o = base
+	o.SaleID, o.NoTickets = rep.SaleID, true
+	rep, err = loadtest.Run(context.Background(), o)
+	b.Reset()
+	rep.Print(&b)
+	if err != nil || rep.Tickets != nil || rep.Outcomes["ticket_required"] != 200 || rep.Accepted != 0 {
+		t.Fatalf("run without tickets: %v\n%s", err, b.String())
+	}
+}
+
 // TestSignInWithoutSecret: without the signing secret, users sign in
 // through POST /api/session.
 func TestSignInWithoutSecret(t *testing.T) {
