@@ -5,7 +5,9 @@
 --   seckill loadtest --users 10000 --tokens-out tokens.txt   # mint tokens
 --   wrk -t2 -c64 -d30s -s scripts/wrk/buy.lua http://127.0.0.1:8080 -- tokens.txt 1
 --
--- Arguments after "--": the tokens file (one token per line), the sale
+-- Arguments after "--": the tokens file (one token per line, or a token
+-- and a buy ticket separated by a space, as `seckill loadtest --tokens-out`
+-- writes them for a sale with require_ticket), the sale
 -- id, and optionally the route: buy (the default), or healthz, which sends
 -- the same headers as a GET /healthz (the baseline of `seckill bench
 -- --case outside`). At the end it prints the answers by HTTP status (200
@@ -16,6 +18,7 @@
 local threads = {}
 local counter = 0
 local tokens = {}
+local tickets = {}
 local sale = "1"
 local route = "buy"
 statuses = {} -- global: done() reads it from each thread
@@ -30,7 +33,11 @@ function init(args)
   sale = args[2] or "1"
   route = args[3] or "buy"
   for line in io.lines(path) do
-    if #line > 0 then tokens[#tokens + 1] = line end
+    local token, ticket = line:match("^(%S+)%s*(%S*)$")
+    if token then
+      tokens[#tokens + 1] = token
+      tickets[#tokens] = ticket
+    end
   end
   if #tokens == 0 then error("no tokens in " .. path) end
   math.randomseed(os.time() * 1000 + tid)
@@ -38,14 +45,17 @@ end
 
 function request()
   counter = counter + 1
+  local i = math.random(#tokens)
   local headers = {
     ["Content-Type"] = "application/json",
-    ["Authorization"] = "Bearer " .. tokens[math.random(#tokens)],
+    ["Authorization"] = "Bearer " .. tokens[i],
   }
   if route == "healthz" then
     return wrk.format("GET", "/healthz", headers)
   end
-  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"}', tid, os.time(), counter)
+  local ticket = ""
+  if tickets[i] ~= "" then ticket = string.format(',"ticket":"%s"', tickets[i]) end
+  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"%s}', tid, os.time(), counter, ticket)
   return wrk.format("POST", "/api/sales/" .. sale .. "/buy", headers, body)
 end
 

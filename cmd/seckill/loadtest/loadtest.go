@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/seckill/seckill/server"
 )
 
 // Options describe a run.
@@ -290,15 +291,32 @@ func Run(ctx context.Context, o Options) (Report, error) {
 }
 
 // WriteTokens makes o.Users users (as a run would) and writes their tokens
-// to path, one per line, for other load tools.
+// to path, one per line, for other load tools. With the signing secret and
+// a sale (o.SaleID) that requires tickets, each line also holds a buy
+// ticket for it, after a space, minted offline with the same secret.
 func WriteTokens(ctx context.Context, o Options, path string) error {
-	users, err := newRun(o).makeUsers(ctx)
+	r := newRun(o)
+	users, err := r.makeUsers(ctx)
 	if err != nil {
 		return err
 	}
+	var key []byte
+	if o.SaleID > 0 && o.JWTSecret != "" {
+		sale, err := r.c.sale(ctx, o.SaleID)
+		if err != nil {
+			return err
+		}
+		if sale.RequireTicket {
+			key = server.TicketKey(o.JWTSecret)
+		}
+	}
 	var b strings.Builder
 	for _, u := range users {
-		b.WriteString(u.token + "\n")
+		b.WriteString(u.token)
+		if key != nil {
+			b.WriteString(" " + server.MintTicket(key, u.id, o.SaleID, time.Now().Add(2*time.Hour)))
+		}
+		b.WriteString("\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
