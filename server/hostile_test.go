@@ -101,6 +101,10 @@ func TestHostileInput(t *testing.T) {
 		"buy: invalid UTF-8":           "{\"qty\":1,\"request_id\":\"bad-\xff-utf8\"}",
 		"buy: trailing garbage":        `{"qty":1,"request_id":"trailing-01"} x`,
 		"buy: unknown field":           `{"qty":1,"request_id":"unknown-f-01","user_id":"victim"}`,
+		"buy: mis-cased ticket":        `{"qty":1,"request_id":"ticket-case1","Ticket":"x"}`,
+		"buy: ticket number":           `{"qty":1,"request_id":"ticket-num-1","ticket":5}`,
+		"buy: ticket null":             `{"qty":1,"request_id":"ticket-nul-1","ticket":null}`,
+		"buy: duplicated ticket":       `{"qty":1,"request_id":"ticket-dup-1","ticket":"a","ticket":"b"}`,
 	})
 	cases = append(cases,
 		hostile{"buy: text/plain", "POST", buy, `{"qty":1,"request_id":"text-plain-1"}`, []string{user, "Content-Type: text/plain"}, 400, "invalid_request"},
