@@ -101,22 +101,31 @@ func (s *Server) checkBuyTicket(ctx context.Context, sale int64, user, ticket st
 	return checkTicket(s.ticketKey, ticket, user, sale, s.now())
 }
 
-// openSale reads a sale's stock and refuses unless the sale is open now
-// (active, or sold out: a ticket may still meet returned stock).
-func (s *Server) openSale(ctx context.Context, sale int64) (inventory.Stock, error) {
-	st, err := s.inv.Stock(ctx, sale)
+// openSale reads the stock of the request's sale; unless the sale is open
+// now (active, or sold out: a ticket may still meet returned stock), it
+// answers the refusal and returns false.
+func (s *Server) openSale(c *gin.Context) (int64, inventory.Stock, bool) {
+	id, err := saleID(c)
 	if err != nil {
-		return st, classify(err)
+		abort(c, err)
+		return 0, inventory.Stock{}, false
 	}
-	switch st.StatusAt(s.now()) {
-	case "scheduled":
-		return st, inventory.ErrNotStarted
-	case "ended":
-		return st, inventory.ErrEnded
-	case "paused":
-		return st, inventory.ErrPaused
+	st, err := s.inv.Stock(c.Request.Context(), id)
+	if err == nil {
+		switch st.StatusAt(s.now()) {
+		case "scheduled":
+			err = inventory.ErrNotStarted
+		case "ended":
+			err = inventory.ErrEnded
+		case "paused":
+			err = inventory.ErrPaused
+		}
 	}
-	return st, nil
+	if err != nil {
+		abort(c, classify(err))
+		return 0, st, false
+	}
+	return id, st, true
 }
 
 type challengeJSON struct {
@@ -129,17 +138,11 @@ type challengeJSON struct {
 // for one: 16 random bytes in hex, stored with its user and difficulty
 // until it is used or expires.
 func (s *Server) challenge(c *gin.Context) {
-	id, err := saleID(c)
-	if err != nil {
-		abort(c, err)
+	id, st, ok := s.openSale(c)
+	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	st, err := s.openSale(ctx, id)
-	if err != nil {
-		abort(c, err)
-		return
-	}
 	if st.PowDifficulty == 0 {
 		abort(c, newError(http.StatusNotFound, "not_found", "This sale asks for no proof of work: POST /api/sales/%d/ticket with {}.", id))
 		return
@@ -170,9 +173,8 @@ type ticketJSON struct {
 // ticket hands out a buy ticket for an open sale, for a solved challenge
 // when the sale asks for a proof of work.
 func (s *Server) ticket(c *gin.Context) {
-	id, err := saleID(c)
-	if err != nil {
-		abort(c, err)
+	id, st, ok := s.openSale(c)
+	if !ok {
 		return
 	}
 	var req ticketRequest
@@ -181,11 +183,6 @@ func (s *Server) ticket(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	st, err := s.openSale(ctx, id)
-	if err != nil {
-		abort(c, err)
-		return
-	}
 	u := currentUser(c)
 	if st.PowDifficulty > 0 {
 		ch, nonce := "", ""

@@ -163,6 +163,36 @@ func (tb *tab) setWindow(in time.Duration) {
 	}
 }
 
+// newSaleForm opens the admin panel's new-sale form and fills in its
+// first fields.
+func (tb *tab) newSaleForm(name, item, price, total string) {
+	tb.t.Helper()
+	tb.do("new sale",
+		chromedp.Click(chromedp.CSS("#new-sale")),
+		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), name),
+		chromedp.SendKeys(chromedp.CSS("#f-item"), item),
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), price),
+		chromedp.SendKeys(chromedp.CSS("#f-total"), total),
+	)
+}
+
+// dashboardSale waits for a sale's dashboard (after saving the form) and
+// returns the sale's id.
+func (tb *tab) dashboardSale() int64 {
+	tb.t.Helper()
+	tb.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-remaining")`, 10*time.Second)
+	loc, err := chromedp.Run(tb.ctx, chromedp.Location())
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	var id int64
+	if _, err := fmt.Sscanf(loc[strings.LastIndex(loc, "/")+1:], "%d", &id); err != nil {
+		tb.t.Fatalf("dashboard location %q: %v", loc, err)
+	}
+	return id
+}
+
 // describe tells where the page is, what it shows and what it logged, and
 // saves a screenshot, for a failure message.
 func (tb *tab) describe() string {
@@ -234,14 +264,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	// The merchant logs in and creates a sale opening in 8 seconds.
 	admin := newTab(t, b, "admin", site.URL)
 	admin.logIn("#new-sale")
-	admin.do("new sale",
-		chromedp.Click(chromedp.CSS("#new-sale")),
-		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
-		chromedp.SendKeys(chromedp.CSS("#f-name"), "Midnight drop"),
-		chromedp.SendKeys(chromedp.CSS("#f-item"), "Keyboard K2"),
-		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "4999"),
-		chromedp.SendKeys(chromedp.CSS("#f-total"), "3"),
-	)
+	admin.newSaleForm("Midnight drop", "Keyboard K2", "4999", "3")
 	// Field-level validation: a limit above the total is refused by the API
 	// and shown next to its field (the browser logs the 400 it answers).
 	admin.allowed = append(admin.allowed, "status of 400 (Bad Request)")
@@ -255,15 +278,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	// moves the opening to a few seconds from now.
 	admin.setWindow(time.Hour)
 	admin.do("create", chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "2"), chromedp.Click(chromedp.CSS("#save")))
-	admin.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-remaining")`, 10*time.Second)
-	loc, err := chromedp.Run(admin.ctx, chromedp.Location())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saleID int64
-	if _, err := fmt.Sscanf(loc[strings.LastIndex(loc, "/")+1:], "%d", &saleID); err != nil {
-		t.Fatalf("dashboard location %q: %v", loc, err)
-	}
+	saleID := admin.dashboardSale()
 	salePage := fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)
 
 	// Two shoppers sign in; the first sees the sale listed with its countdown.
@@ -465,13 +480,8 @@ func TestTicketsInBrowser(t *testing.T) {
 
 	admin := newTab(t, b, "tickets-admin", site.URL)
 	admin.logIn("#new-sale")
-	admin.do("new sale",
-		chromedp.Click(chromedp.CSS("#new-sale")),
-		chromedp.WaitVisible(chromedp.CSS("#sale-form")),
-		chromedp.SendKeys(chromedp.CSS("#f-name"), "Bot-proof drop"),
-		chromedp.SendKeys(chromedp.CSS("#f-item"), "Console X"),
-		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "49900"),
-		chromedp.SendKeys(chromedp.CSS("#f-total"), "10"),
+	admin.newSaleForm("Bot-proof drop", "Console X", "49900", "10")
+	admin.do("bot defence",
 		chromedp.Click(chromedp.CSS("#f-require_ticket")),
 		chromedp.SetValue(chromedp.CSS("#f-pow_difficulty"), fmt.Sprint(difficulty)),
 	)
@@ -480,15 +490,7 @@ func TestTicketsInBrowser(t *testing.T) {
 	admin.waitJS("cost", fmt.Sprintf(`document.querySelector("#pow-cost").textContent.includes(%q)`, "65,536 hashes"), 5*time.Second)
 	admin.screenshot(dir, "admin-form-tickets.png")
 	admin.do("create", chromedp.Click(chromedp.CSS("#save")))
-	admin.waitJS("dashboard", `/^#\/sales\/\d+$/.test(location.hash) && document.querySelector("#stat-challenges")`, 10*time.Second)
-	loc, err := chromedp.Run(admin.ctx, chromedp.Location())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saleID int64
-	if _, err := fmt.Sscanf(loc[strings.LastIndex(loc, "/")+1:], "%d", &saleID); err != nil {
-		t.Fatalf("dashboard location %q: %v", loc, err)
-	}
+	saleID := admin.dashboardSale()
 	sale, err := env.Ledger.Sale(context.Background(), saleID)
 	if err != nil || !sale.RequireTicket || sale.PowDifficulty != difficulty {
 		t.Fatalf("sale from the form: %+v, %v; want require_ticket and difficulty %d", sale, err, difficulty)
