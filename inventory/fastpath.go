@@ -43,7 +43,9 @@ func NewFastPath(store *Store, recheck time.Duration) *FastPath {
 }
 
 // Lane is the store's lane of a user's request (see Laner).
-func (f *FastPath) Lane(ctx context.Context, sale int64, user string) int { return f.store.Lane(ctx, sale, user) }
+func (f *FastPath) Lane(ctx context.Context, sale int64, user string) int {
+	return f.store.Lane(ctx, sale, user)
+}
 
 // Reserve decides a batch for one sale, through buy.lua unless the sale is
 // marked sold out or ended.
