@@ -75,7 +75,7 @@ var Cases = []Case{
 	{"article", "one hot item: SELECT … FOR UPDATE vs WATCH/MULTI/EXEC vs Lua, deductions/s and correctness", articleCase},
 	{"coalesce", "decisions/s on one hot sale: coalesced by the batcher vs one EVALSHA per request", coalesceCase},
 	{"http", "the buy endpoint over HTTP vs a no-work baseline route, with stock and after sold out", httpCase},
-	{"outside", "wrk against a seckill all child: GET /healthz vs buy with stock and sold out, server CPU per request", outsideCase},
+	{"outside", "wrk against a seckill all child: GET /healthz vs buy with stock and sold out (without and with buy tickets), CPU per request", outsideCase},
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
