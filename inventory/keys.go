@@ -97,10 +97,10 @@ func (k Keys) Capped(sale int64) string {
 	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:capped"
 }
 
-// Challenge holds a proof-of-work challenge of a sale until it is used
-// or expires.
-func (k Keys) Challenge(sale int64, challenge string) string {
-	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:challenge:" + challenge
+// Challenge holds a user's proof-of-work challenge for a sale until it is
+// used or expires.
+func (k Keys) Challenge(sale int64, user string) string {
+	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:challenge:" + user
 }
 
 // Turn is held (with an expiry) by the process whose turn it is to do a

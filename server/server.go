@@ -115,7 +115,7 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 		}
 	}
 	s.sales = newSaleCache(s.ledger.Sale, isNotFound, s.now)
-	s.rules = newSaleCache(s.inv.Stock, func(err error) bool { return errors.Is(err, inventory.ErrSaleNotFound) }, s.now)
+	s.rules = newSaleCache(s.inv.Stock, func(error) bool { return false }, s.now)
 	s.ticketKey = TicketKey(cfg.JWTSecret)
 	s.hubs = newHubs(s)
 	for _, o := range cfg.AllowedOriginsList() {
@@ -159,8 +159,9 @@ func (s *Server) routes() error {
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
-	api.GET("/sales/:id/challenge", s.requireUser, s.challenge)
-	api.POST("/sales/:id/ticket", s.requireUser, s.ticket)
+	// Tickets and challenges take from the buy limiters' budgets.
+	api.GET("/sales/:id/challenge", s.requireUser, s.rateLimit, s.challenge)
+	api.POST("/sales/:id/ticket", s.requireUser, s.rateLimit, s.ticket)
 	api.GET("/orders", s.requireUser, s.listOrders)
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)

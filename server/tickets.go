@@ -90,7 +90,7 @@ func (s *Server) checkBuyTicket(ctx context.Context, sale int64, user, ticket st
 	st, err := s.rules.get(ctx, sale)
 	switch {
 	case errors.Is(err, inventory.ErrSaleNotFound):
-		return nil
+		return nil // not cached: the sale may be created the next moment
 	case err != nil:
 		return unavailable(err)
 	case !st.RequireTicket:
@@ -135,8 +135,10 @@ type challengeJSON struct {
 }
 
 // challenge hands out a proof-of-work challenge for an open sale that asks
-// for one: 16 random bytes in hex, stored with its user and difficulty
-// until it is used or expires.
+// for one: 16 random bytes in hex, stored under the sale and the user with
+// its difficulty until it is used or expires. A user has one challenge a
+// sale: a new one replaces the last, so a script asking for many keeps no
+// more in Redis than a person does.
 func (s *Server) challenge(c *gin.Context) {
 	id, st, ok := s.openSale(c)
 	if !ok {
@@ -151,8 +153,8 @@ func (s *Server) challenge(c *gin.Context) {
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	ch := hex.EncodeToString(raw[:])
 	exp := s.now().Add(s.cfg.TicketTTL)
-	val := currentUser(c).ID + "|" + strconv.Itoa(st.PowDifficulty)
-	if err := s.rdb.Set(ctx, s.inv.Keys().Challenge(id, ch), val, s.cfg.TicketTTL).Err(); err != nil {
+	val := ch + "|" + strconv.Itoa(st.PowDifficulty)
+	if err := s.rdb.Set(ctx, s.inv.Keys().Challenge(id, currentUser(c).ID), val, s.cfg.TicketTTL).Err(); err != nil {
 		abort(c, unavailable(err))
 		return
 	}
@@ -210,23 +212,23 @@ const (
 	maxNonceLen  = 64
 )
 
-// redeem uses up user's challenge ch of sale, if nonce solves it. The
-// challenge is taken (GETDEL) before the hash is checked: a wrong answer
-// costs the solver a new challenge, so a challenge cannot be guessed at.
+// redeem uses up user's challenge of sale, if it is ch and nonce solves
+// it. The challenge is taken (GETDEL) before anything is checked: a wrong
+// answer costs the solver a new challenge, so one cannot be guessed at.
 func (s *Server) redeem(ctx context.Context, sale int64, user, ch, nonce string) error {
 	if len(ch) != challengeLen || strings.Trim(ch, "0123456789abcdef") != "" || !printable(nonce, maxNonceLen) {
 		return errPowInvalid
 	}
-	val, err := s.rdb.GetDel(ctx, s.inv.Keys().Challenge(sale, ch)).Result()
+	val, err := s.rdb.GetDel(ctx, s.inv.Keys().Challenge(sale, user)).Result()
 	if errors.Is(err, redis.Nil) {
 		return errPowInvalid // expired, used, or never issued
 	}
 	if err != nil {
 		return unavailable(err)
 	}
-	owner, n, _ := strings.Cut(val, "|")
+	issued, n, _ := strings.Cut(val, "|")
 	difficulty, _ := strconv.Atoi(n)
-	if owner != user || !Solves(ch, nonce, difficulty) {
+	if issued != ch || !Solves(ch, nonce, difficulty) {
 		return errPowInvalid
 	}
 	return nil

@@ -221,7 +221,12 @@ func TestProofOfWork(t *testing.T) {
 	wantPowInvalid("nonce with a space", ticket(alice, map[string]any{"challenge": a, "nonce": "1 2"}))
 	wantPowInvalid("never issued", ticket(alice, map[string]any{"challenge": "00000000000000000000000000000000", "nonce": "1"}))
 
+	// A new challenge replaces the user's last one.
+	a, b = challenge(alice), challenge(alice)
+	wantPowInvalid("replaced challenge, solved", ticket(alice, map[string]any{"challenge": a, "nonce": solve(t, a, difficulty)}))
+
 	// Solved: a ticket, once; the challenge is then used up.
+	a = challenge(alice)
 	good := map[string]any{"challenge": a, "nonce": solve(t, a, difficulty)}
 	tk := getTicket(t, st, sale.ID, alice, good)
 	wantPowInvalid("reused challenge", ticket(alice, good))
@@ -235,8 +240,8 @@ func TestProofOfWork(t *testing.T) {
 	}
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())
 	d, _ := r.Body["defence"].(map[string]any)
-	if num(d, "challenges_issued") != 4 || num(d, "challenges_solved") != 1 || num(d, "pow_invalid") != 9 {
-		t.Fatalf("stats defence = %v, want 4 challenges issued, 1 solved, 9 pow_invalid", d)
+	if num(d, "challenges_issued") != 7 || num(d, "challenges_solved") != 1 || num(d, "pow_invalid") != 10 {
+		t.Fatalf("stats defence = %v, want 7 challenges issued, 1 solved, 10 pow_invalid", d)
 	}
 
 	// Difficulty 0 turns the proof of work off: no challenges, {} gets a ticket.

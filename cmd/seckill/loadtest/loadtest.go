@@ -379,24 +379,26 @@ func (r *run) getTicket(ctx context.Context, u int) error {
 }
 
 // ticketOf is user u's ticket for a buy, renewed when it has less than
-// 5 s left (the time counts apart from the buy's latency).
-func (r *run) ticketOf(ctx context.Context, u int) string {
+// 5 s left; spent is the time a renewal took (counted apart from the
+// buy's latency).
+func (r *run) ticketOf(ctx context.Context, u int) (text string, spent time.Duration) {
 	if r.tickets == nil {
-		return ""
+		return "", 0
 	}
 	t := r.tickets[u].Load()
 	if t != nil && time.Until(t.exp) > 5*time.Second {
-		return t.text
+		return t.text, 0
 	}
 	t0 := time.Now()
 	if r.getTicket(ctx, u) == nil {
 		r.renewed.Add(1)
 	}
-	r.renew.Add(int64(time.Since(t0)))
+	spent = time.Since(t0)
+	r.renew.Add(int64(spent))
 	if t = r.tickets[u].Load(); t == nil {
-		return ""
+		return "", spent
 	}
-	return t.text
+	return t.text, spent
 }
 
 // makeUsers mints a token per user with the secret, or signs each in.
@@ -451,10 +453,8 @@ func (r *run) next(rng *rand.Rand) sent {
 
 // fire sends one buy and records its answer; latency counts from t0.
 func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
-	tk := r.ticketOf(ctx, s.user)
-	if r.tickets != nil {
-		t0 = time.Now() // a renewal is not the buy's latency
-	}
+	tk, spent := r.ticketOf(ctx, s.user)
+	t0 = t0.Add(spent) // a renewal is not the buy's latency
 	r.sentN.Add(1)
 	status, code, order, err := r.c.buy(ctx, r.o.SaleID, r.users[s.user].token, s.qty, s.rid, tk)
 	lat := time.Since(t0)
