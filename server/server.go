@@ -76,6 +76,7 @@ type Server struct {
 	// rules has each sale's stock hash, read for its bot-defence settings.
 	rules     *saleCache[inventory.Stock]
 	ticketKey []byte
+	tickets   *signer
 	fast      *inventory.FastPath
 	hubs      *hubs
 	api       *gin.RouterGroup
@@ -117,6 +118,7 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 	s.sales = newSaleCache(s.ledger.Sale, isNotFound, s.now)
 	s.rules = newSaleCache(s.inv.Stock, func(error) bool { return false }, s.now)
 	s.ticketKey = TicketKey(cfg.JWTSecret)
+	s.tickets = newSigner(s.ticketKey)
 	s.hubs = newHubs(s)
 	for _, o := range cfg.AllowedOriginsList() {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {

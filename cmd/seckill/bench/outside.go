@@ -23,7 +23,8 @@ import (
 // wrk (one thread, o.Clients connections, a low-overhead C load generator)
 // and one script for every route: GET /healthz (the baseline: the same
 // middleware, no work), buy while stock is left, and buy after the sale
-// sold out. The routes take turns in three interleaved rounds. The
+// sold out, without and with buy tickets. The routes take turns in three
+// interleaved rounds, each starting one route later. The
 // server's CPU per request comes from the child's /proc stat, so the cost
 // of the path shows beyond the machine's noise.
 func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
@@ -94,8 +95,12 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	const rounds = 3
 	runs := make([][]wrkRun, len(contenders))
-	for range rounds {
-		for i, c := range contenders {
+	for round := range rounds {
+		// Each round starts one route later, so no route always follows
+		// the same one.
+		for k := range contenders {
+			i := (k + round) % len(contenders)
+			c := contenders[i]
 			cpu0, services0 := child.CPU(), serviceCPU()
 			r, err := runWrk(ctx, wrkPath, script, base, c.tokens, c.sale, c.route, o.Clients, o.Duration/rounds)
 			if err != nil {
