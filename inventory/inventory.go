@@ -41,16 +41,6 @@ var codeErrs = map[string]error{
 	"bucket_empty":   errBucketEmpty,
 }
 
-// codeOf is the buy.lua code of a sentinel error.
-func codeOf(err error) string {
-	for code, e := range codeErrs {
-		if e == err {
-			return code
-		}
-	}
-	return ""
-}
-
 // Merchant-set states of a sale, as stored in the stock hash.
 const (
 	StatusActive = "active"

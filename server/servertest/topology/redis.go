@@ -277,26 +277,6 @@ func (c *RedisCluster) WaitHealthy(limit time.Duration) error {
 	})
 }
 
-// Masters lists the addresses of the nodes that serve slots now.
-func (c *RedisCluster) Masters() ([]string, error) {
-	var out []string
-	for _, n := range c.Nodes {
-		if !n.Alive() {
-			continue
-		}
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
-		role, err := cl.Do(context.Background(), "ROLE").Slice()
-		cl.Close()
-		if err == nil && len(role) > 0 && role[0] == "master" {
-			out = append(out, n.Addr())
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("topology: no master answers")
-	}
-	return out, nil
-}
-
 // ReplicaOf returns the replica of the master at addr.
 func (c *RedisCluster) ReplicaOf(addr string) (*RedisNode, error) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
