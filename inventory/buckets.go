@@ -465,7 +465,8 @@ func (s *Store) TakeTurn(ctx context.Context, chore string, sale int64, ttl time
 	return s.rdb.SetNX(ctx, s.keys.Turn(chore, sale), "1", ttl).Result()
 }
 
-// SaleLister lists the sales whose stock may still be in Redis.
+// SaleLister lists the sales that may still have stock, outbox entries
+// or orders on their way in Redis (the ledger implements it).
 type SaleLister interface {
 	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
 }

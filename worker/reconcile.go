@@ -397,7 +397,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 // repairs what drifted: after a Redis failover that lost writes, or a
 // message lost on its way, the system heals itself. Each sale is checked
 // by one process per interval (TakeTurn), whichever asks first.
-func (rc *Reconciler) Watch(ctx context.Context, sales SaleLister, lookback, interval time.Duration) {
+func (rc *Reconciler) Watch(ctx context.Context, sales inventory.SaleLister, lookback, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -24,11 +24,6 @@ import (
 // relayGroup is the consumer group of every outbox stream.
 const relayGroup = "relay"
 
-// SaleLister lists the sales whose outbox may still hold events.
-type SaleLister interface {
-	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
-}
-
 // PartLister tells a sale's stock parts (each has an outbox of its own),
 // and when what a part holds is on its replicas.
 type PartLister interface {
@@ -72,7 +67,7 @@ type Relay struct {
 	rdb      redis.UniversalClient
 	keys     inventory.Keys
 	parts    PartLister
-	sales    SaleLister
+	sales    inventory.SaleLister // the sales whose outbox may still hold events
 	bus      bus.Bus
 	cfg      RelayConfig
 	metrics  *Metrics
@@ -80,7 +75,7 @@ type Relay struct {
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, parts PartLister, sales SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, parts PartLister, sales inventory.SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
