@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill/bench"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server/servertest"
 	"github.com/seckill/seckill/server/servertest/topology"
@@ -159,21 +160,17 @@ func runFailover(t *testing.T, sc scenario) outcome {
 		}
 		return m
 	}
-	var ledger map[string]bool
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ledger = inLedger()
+	// Acknowledged orders still missing after 20 s are counted as lost.
+	_ = wait.Until(context.Background(), 20*time.Second, 250*time.Millisecond, func() (bool, string, error) {
+		ledger := inLedger()
 		out.missing = 0
 		for id := range acks {
 			if !ledger[id] {
 				out.missing++
 			}
 		}
-		if out.missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return out.missing == 0, "", nil
+	})
 	for _, sale := range sales {
 		var sold int64
 		if err := db.Get(&sold, "SELECT COALESCE(SUM(qty), 0) FROM orders WHERE sale_id = ? AND status <> 'cancelled'", sale); err != nil {

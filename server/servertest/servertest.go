@@ -28,6 +28,7 @@ import (
 
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
@@ -351,16 +352,12 @@ func Token(t testing.TB, user string) string {
 // last state cond reported.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	err := wait.Until(context.Background(), d, 20*time.Millisecond, func() (bool, string, error) {
 		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, state)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok, state, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

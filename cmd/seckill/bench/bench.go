@@ -25,6 +25,7 @@ import (
 
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
@@ -247,32 +248,12 @@ func info(ctx context.Context, c *redis.Client, section string) (map[string]stri
 
 // lazyFreed waits until Redis has no unlinked objects left to free.
 func (e *Env) lazyFreed(ctx context.Context, limit time.Duration) error {
-	return poll(ctx, limit, 20*time.Millisecond, func() (bool, string, error) {
+	return wait.Until(ctx, limit, 20*time.Millisecond, func() (bool, string, error) {
 		info, err := e.info(ctx, "memory")
 		pending := info["lazyfree_pending_objects"]
 		// "": a Redis that does not report it.
 		return pending == "0" || pending == "", pending + " objects pending", err
 	})
-}
-
-// poll calls check every interval until it reports done or an error, ctx
-// ends or limit passes; the error then gives the last state check reported.
-func poll(ctx context.Context, limit, every time.Duration, check func() (done bool, state string, err error)) error {
-	deadline := time.Now().Add(limit)
-	for {
-		done, state, err := check()
-		if done || err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still %s after %s", state, limit)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(every):
-		}
-	}
 }
 
 // server builds an HTTP server on the env (not listening).

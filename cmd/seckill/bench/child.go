@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 )
 
 // Child is a seckill process serving HTTP.
@@ -65,7 +66,7 @@ func Start(ctx context.Context, binary string, cfg configs.Config, env []string,
 		return nil, fmt.Errorf("start %s %s: %w", binary, strings.Join(args, " "), err)
 	}
 	c := &Child{cmd: cmd, Addr: addr}
-	err = poll(ctx, 20*time.Second, 5*time.Millisecond, func() (bool, string, error) {
+	err = wait.Until(ctx, 20*time.Second, 5*time.Millisecond, func() (bool, string, error) {
 		res, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return false, err.Error(), nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/worker"
@@ -136,7 +137,7 @@ func ordersOf(evs []orders.Event, window time.Duration) []orders.Order {
 // waitPersisted polls the worker's own counter (not MySQL, whose COUNT(*)
 // would compete with the writes being measured) until n orders are in.
 func waitPersisted(ctx context.Context, m *worker.Metrics, n int, limit time.Duration) error {
-	return poll(ctx, limit, 5*time.Millisecond, func() (bool, string, error) {
+	return wait.Until(ctx, limit, 5*time.Millisecond, func() (bool, string, error) {
 		p := m.Persisted()
 		return p >= n, fmt.Sprintf("only %d of %d orders persisted", p, n), nil
 	})

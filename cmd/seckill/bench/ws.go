@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -193,7 +194,7 @@ func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, cha
 // waitAll polls ok for every client index until all pass or limit ends.
 func waitAll(ctx context.Context, n int, ok func(int) bool, limit time.Duration) error {
 	i := 0
-	return poll(ctx, limit, time.Millisecond, func() (bool, string, error) {
+	return wait.Until(ctx, limit, time.Millisecond, func() (bool, string, error) {
 		for i < n && ok(i) {
 			i++
 		}

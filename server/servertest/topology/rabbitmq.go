@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/seckill/seckill/internal/wait"
 )
 
 // rabbitBin holds the RabbitMQ scripts; run directly (as root, with the
@@ -151,7 +153,7 @@ func StartRabbitCluster(n int) (*RabbitCluster, error) {
 		}
 	}
 	for _, node := range c.Nodes {
-		err := poll(30*time.Second, func() error {
+		err := wait.NoError(context.Background(), 30*time.Second, 50*time.Millisecond, func() error {
 			conn, err := amqp.DialConfig(node.URL(), amqp.Config{Dial: amqp.DefaultDial(time.Second)})
 			if err != nil {
 				return err

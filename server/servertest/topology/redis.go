@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/wait"
 )
 
 // RedisNode is one redis-server process.
@@ -93,7 +94,7 @@ func (n *RedisNode) start() error {
 		_ = cmd.Wait()
 		close(done)
 	}(n.cmd)
-	err := poll(10*time.Second, func() error {
+	err := wait.NoError(context.Background(), 10*time.Second, 50*time.Millisecond, func() error {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
 		defer c.Close()
 		return c.Ping(context.Background()).Err()
@@ -127,20 +128,6 @@ func (n *RedisNode) Restart() error {
 		return nil
 	}
 	return n.start()
-}
-
-func poll(limit time.Duration, fn func() error) error {
-	deadline := time.Now().Add(limit)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // freePorts returns n loopback ports that are free, as is each one plus
@@ -251,7 +238,7 @@ func StartRedisCluster(masters int) (*RedisCluster, error) {
 // slot is served, and every master's replica is connected and in sync.
 func (c *RedisCluster) WaitHealthy(limit time.Duration) error {
 	ctx := context.Background()
-	return poll(limit, func() error {
+	return wait.NoError(context.Background(), limit, 50*time.Millisecond, func() error {
 		for _, n := range c.Nodes {
 			if !n.Alive() {
 				continue
@@ -388,7 +375,7 @@ func StartSentinelSet() (*SentinelSet, error) {
 		s.Sentinels = append(s.Sentinels, n)
 	}
 	ctx := context.Background()
-	err = poll(30*time.Second, func() error {
+	err = wait.NoError(context.Background(), 30*time.Second, 50*time.Millisecond, func() error {
 		c := redis.NewClient(&redis.Options{Addr: master.Addr(), MaxRetries: -1})
 		repl, err := c.Info(ctx, "replication").Result()
 		c.Close()
