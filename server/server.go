@@ -74,12 +74,11 @@ type Server struct {
 	csrf     *http.CrossOriginProtection
 	sales    *saleCache[orders.Sale]
 	// rules has each sale's stock hash, read for its bot-defence settings.
-	rules     *saleCache[inventory.Stock]
-	ticketKey []byte
-	tickets   *signer
-	fast      *inventory.FastPath
-	hubs      *hubs
-	api       *gin.RouterGroup
+	rules   *saleCache[inventory.Stock]
+	tickets *signer
+	fast    *inventory.FastPath
+	hubs    *hubs
+	api     *gin.RouterGroup
 }
 
 // New builds a Server. It opens nothing; Run serves.
@@ -117,8 +116,7 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 	}
 	s.sales = newSaleCache(s.ledger.Sale, isNotFound, s.now)
 	s.rules = newSaleCache(s.inv.Stock, func(error) bool { return false }, s.now)
-	s.ticketKey = TicketKey(cfg.JWTSecret)
-	s.tickets = newSigner(s.ticketKey)
+	s.tickets = newSigner(TicketKey(cfg.JWTSecret))
 	s.hubs = newHubs(s)
 	for _, o := range cfg.AllowedOriginsList() {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {

@@ -46,8 +46,7 @@ func TicketKey(jwtSecret string) []byte {
 // MintTicket returns a buy ticket of user for sale that serves until exp:
 // "<exp unix seconds>.<base64url HMAC>".
 func MintTicket(key []byte, user string, sale int64, exp time.Time) string {
-	e := strconv.FormatInt(exp.Unix(), 10)
-	return e + "." + base64.RawURLEncoding.EncodeToString(newSigner(key).mac(nil, user, sale, e))
+	return newSigner(key).mint(user, sale, exp)
 }
 
 // signer signs and checks tickets with one key, reusing its HMAC states:
@@ -59,6 +58,11 @@ func newSigner(key []byte) *signer {
 	sg := &signer{}
 	sg.pool.New = func() any { return hmac.New(sha256.New, key) }
 	return sg
+}
+
+func (sg *signer) mint(user string, sale int64, exp time.Time) string {
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return e + "." + base64.RawURLEncoding.EncodeToString(sg.mac(nil, user, sale, e))
 }
 
 // mac appends the HMAC of "sale|user|exp" to dst; user ids hold no '|'.
@@ -219,7 +223,7 @@ func (s *Server) ticket(c *gin.Context) {
 	}
 	exp := s.now().Add(s.cfg.TicketTTL)
 	s.outcomes.add(id, "ticket_issued")
-	c.JSON(http.StatusOK, ticketJSON{Ticket: MintTicket(s.ticketKey, u.ID, id, exp), ExpiresAt: exp.UTC().Truncate(time.Second)})
+	c.JSON(http.StatusOK, ticketJSON{Ticket: s.tickets.mint(u.ID, id, exp), ExpiresAt: exp.UTC().Truncate(time.Second)})
 }
 
 // Bounds of a solution's strings: a challenge is 32 hex digits, a nonce
