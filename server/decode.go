@@ -25,18 +25,41 @@ import (
 // refused. Otherwise {"qty":1,"Qty":3} could mean 1 to whatever checks the
 // request and 3 to the server.
 func decode(c *gin.Context, dst any) error {
-	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
-		return invalid("Content-Type must be application/json.")
-	}
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := jsonBody(c)
 	if err != nil {
-		return readError(err)
+		return err
 	}
 	if err := checkMembers(body); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(body, dst, json.RejectUnknownMembers(true)); err != nil {
 		return decodeError(err)
+	}
+	return nil
+}
+
+// jsonBody reads the request body, which must be application/json.
+func jsonBody(c *gin.Context) ([]byte, error) {
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
+		return nil, invalid("Content-Type must be application/json.")
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return nil, readError(err)
+	}
+	return body, nil
+}
+
+// openObject reads the '{' that must start a body.
+func openObject(dec *jsontext.Decoder) error {
+	tok, err := dec.ReadToken()
+	switch {
+	case errors.Is(err, io.EOF):
+		return invalid("Request body is empty; a JSON object is expected.")
+	case err != nil:
+		return decodeError(err)
+	case tok.Kind() != '{':
+		return invalid("Request body must be a JSON object.")
 	}
 	return nil
 }
@@ -57,22 +80,15 @@ func readError(err error) *Error {
 // not null (a null would read as "absent" and hide a client's mistake).
 func checkMembers(body []byte) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return invalid("Request body is empty; a JSON object is expected.")
-		}
-		return decodeError(err)
-	}
-	if tok.Kind() != '{' {
-		return invalid("Request body must be a JSON object.")
+	if err := openObject(dec); err != nil {
+		return err
 	}
 	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return decodeError(err)
 		}
-		name := tok.String() // the token is void after the next call
+		name := tok.String()
 		if dec.PeekKind() == 'n' {
 			return invalid("Field %q must not be null.", name)
 		}
@@ -135,37 +151,27 @@ func kindOf(t reflect.Type) string {
 var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
 
 // decodeBuy reads a buy body {"qty": n, "request_id": "…", "ticket": "…"}
-// (ticket optional) with the same
-// rules as decode (exact keys, no duplicates or nulls, whole numbers in
-// range, application/json only, nothing after the object), without
-// reflection.
+// (ticket optional) with the same rules as decode (exact keys, no
+// duplicates or nulls, whole numbers in range, application/json only,
+// nothing after the object), without reflection.
 func decodeBuy(c *gin.Context) (buyRequest, error) {
 	var req buyRequest
-	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "application/json" {
-		return req, invalid("Content-Type must be application/json.")
-	}
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := jsonBody(c)
 	if err != nil {
-		return req, readError(err)
+		return req, err
 	}
 	dec := decoders.Get().(*jsontext.Decoder)
 	defer decoders.Put(dec)
 	dec.Reset(bytes.NewReader(body))
-	tok, err := dec.ReadToken()
-	switch {
-	case errors.Is(err, io.EOF):
-		return req, invalid("Request body is empty; a JSON object is expected.")
-	case err != nil:
-		return req, decodeError(err)
-	case tok.Kind() != '{':
-		return req, invalid("Request body must be a JSON object.")
+	if err := openObject(dec); err != nil {
+		return req, err
 	}
 	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return req, decodeError(err)
 		}
-		name := tok.String() // void after the next call
+		name := tok.String()
 		kind := dec.PeekKind()
 		v, err := dec.ReadValue()
 		if err != nil {
