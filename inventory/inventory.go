@@ -785,26 +785,33 @@ func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
 	return snap, nil
 }
 
-// Rebuild replaces a sale's state in Redis with the ledger's: its parts
-// (placed again), units per user, accepted orders (and their request ids,
-// so retries still find them), released orders, and each part's counters
-// (each part's sold units are its users'; the units left are split
-// between the parts). Callers make sure no buys run meanwhile (the sale is
-// paused or its stock is gone).
+// Rebuild replaces a sale's state in Redis with the ledger's: units per
+// user, accepted orders (and their request ids, so retries still find
+// them), released orders, and each part's counters (each part's sold
+// units are its users'; the units left are split between the parts). The
+// parts stay where they are (other processes know them); a sale Redis lost
+// is placed again. Callers make sure no buys are decided meanwhile (the
+// sale is paused, or its stock is gone): each stock hash stays, marked
+// paused, while the other keys are rebuilt, so a buy in between is refused
+// 'paused', not 'sale_not_found', until the counters are written last.
 func (s *Store) Rebuild(ctx context.Context, sale Sale, orders []AcceptedOrder, cancelled map[string]bool) error {
-	old, err := s.Parts(ctx, sale.ID)
-	if err != nil && !errors.Is(err, ErrSaleNotFound) {
-		return err
+	parts, err := s.Parts(ctx, sale.ID)
+	if errors.Is(err, ErrSaleNotFound) {
+		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets))
 	}
-	for _, p := range old {
-		if err := s.rdb.Del(ctx, s.keys.Of(p).All()...).Err(); err != nil {
-			return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
-		}
-	}
-	s.forget(sale.ID)
-	parts, err := s.place(ctx, sale.ID, max(1, sale.Buckets))
 	if err != nil {
 		return err
+	}
+	for _, p := range parts {
+		keys := s.keys.Of(p).All() // stock hash first
+		_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			pl.HSet(ctx, keys[0], "status", StatusPaused)
+			pl.Del(ctx, keys[1:]...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("inventory: rebuild sale %d: %w", sale.ID, err)
+		}
 	}
 	sold := make([]int64, len(parts))
 	const chunk = 1000

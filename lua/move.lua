@@ -10,9 +10,15 @@
 -- ARGV[1] move id   ARGV[2] destination tag   ARGV[3] units wanted
 --
 -- Returns the units taken: at most those wanted and those available; 0 if
--- none (or the bucket is gone).
+-- none, if the bucket is gone, or if the sale is not active (paused by the
+-- merchant or by a repair rebuilding its keys, or ended: nothing to
+-- balance, and a rebuild's counters must not move under it).
 
-local avail = tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
+local s = redis.call('HMGET', KEYS[1], 'available', 'status')
+if s[2] ~= 'active' then
+  return 0
+end
+local avail = tonumber(s[1] or '0')
 local n = math.min(tonumber(ARGV[3]), avail)
 if n <= 0 then
   return 0

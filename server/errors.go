@@ -126,7 +126,8 @@ func errorOf(c *gin.Context, err error) *Error {
 }
 
 // abort answers the request with err in the API's error body. Only 5xx are
-// logged, with the internal error that never reaches the user.
+// logged, with the internal error that never reaches the user: a 503 (a
+// service down or failing over, which clients retry) as a warning.
 func abort(c *gin.Context, err error) {
 	e := errorOf(c, err)
 	if e == errClientGone {
@@ -134,7 +135,10 @@ func abort(c *gin.Context, err error) {
 		c.AbortWithStatus(statusClientGone)
 		return
 	}
-	if e.Status >= 500 {
+	switch {
+	case e.Status == http.StatusServiceUnavailable: // a backing service is down or failing over: retried
+		slog.WarnContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
+	case e.Status >= 500:
 		slog.ErrorContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
 	}
 	c.Abort()

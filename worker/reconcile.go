@@ -423,7 +423,8 @@ func (rc *Reconciler) Watch(ctx context.Context, sales inventory.SaleLister, loo
 			if len(rep.Drift) == 0 {
 				continue
 			}
-			slog.Error("reconciler: drift found; repairing from the ledger", "sale", id, "drift", rep.Drift)
+			slog.Error("reconciler: drift found; repairing from the ledger", "sale", id, "problems", len(rep.Drift),
+				"first", rep.Drift[:min(len(rep.Drift), 5)])
 			if err := rc.Repair(ctx, id, 10*time.Second); err != nil {
 				slog.Error("reconciler: repair failed", "sale", id, "err", err)
 				continue
