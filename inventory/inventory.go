@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/orders"
 )
 
 // Refusals of a buy, and other domain errors of the stock.
@@ -53,8 +54,10 @@ type Request struct {
 	UserID    string
 	Qty       int64
 	RequestID string
-	// OrderID is the id the order gets if the request is accepted. A repeated
-	// request returns the id stored the first time instead.
+	// OrderID is the id the order gets if the request is accepted; empty,
+	// one is made (orders.NewID) only when buy.lua decides the request, not
+	// for answers the fast path gives. A repeated request returns the id
+	// stored the first time instead.
 	OrderID string
 }
 
@@ -194,6 +197,9 @@ func (s *Store) decide(ctx context.Context, p Part, reqs []Request, mode string)
 	args := make([]any, 0, 3+4*len(reqs))
 	args = append(args, p.Sale, len(reqs), mode)
 	for _, r := range reqs {
+		if r.OrderID == "" {
+			r.OrderID = orders.NewID(p.Sale)
+		}
 		args = append(args, r.UserID, r.Qty, r.RequestID, r.OrderID)
 	}
 	k := s.keys.Of(p)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -262,11 +261,22 @@ type Event struct {
 	At int64 `json:"ts"`
 }
 
-var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
-
 // ValidRequestID reports whether a client-chosen request id is acceptable:
-// 8 to 64 characters of [A-Za-z0-9_-].
-func ValidRequestID(id string) bool { return requestIDRe.MatchString(id) }
+// 8 to 64 characters of [A-Za-z0-9_-]. A loop rather than a regexp: every
+// buy checks one, and the regexp was 2% of a sold-out answer's CPU.
+func ValidRequestID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ValidUserID reports whether a user id (a token's subject) is acceptable:
 // 1 to 64 printable characters without "|", which separates fields in Redis.

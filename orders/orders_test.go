@@ -38,7 +38,7 @@ func TestOrderIDs(t *testing.T) {
 func TestValidRequestID(t *testing.T) {
 	for id, ok := range map[string]bool{
 		"abcdefgh": true, "A-b_C-9-": true, strings.Repeat("x", 64): true,
-		"abcdefg": false, strings.Repeat("x", 65): false, "abc defg": false, "abcd|efg": false, "abcdéfgh": false,
+		"abcdefg": false, strings.Repeat("x", 65): false, "abcdefgh\n": false, "abcdefgh\x00": false, "abc defg": false, "abcd|efg": false, "abcdéfgh": false,
 	} {
 		if orders.ValidRequestID(id) != ok {
 			t.Errorf("ValidRequestID(%q) = %v", id, !ok)

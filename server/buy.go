@@ -26,7 +26,11 @@ type buyResponse struct {
 
 // rateLimit applies the buy limiters (per IP, per user, global).
 func (s *Server) rateLimit(c *gin.Context) {
-	ok, wait := s.limits.allow(currentUser(c).ID, c.ClientIP(), s.now())
+	ip := ""
+	if s.limits.perIP != nil { // the client's address is worked out only when a limiter needs it
+		ip = c.ClientIP()
+	}
+	ok, wait := s.limits.allow(currentUser(c).ID, ip, s.now())
 	if ok {
 		c.Next()
 		return
@@ -80,7 +84,7 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	res, err := s.reserver.Reserve(c.Request.Context(), id, []inventory.Request{{
-		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, OrderID: orders.NewID(id),
+		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID,
 	}})
 	if err != nil {
 		s.refuse(c, id, classify(err))

@@ -92,6 +92,16 @@ func unavailable(err error) error { return fmt.Errorf("%w: %w", errUnavailable, 
 
 // toError turns any error into the API refusal to send.
 func toError(err error) *Error {
+	// The sentinels as they come first: a sold-out buy's refusal is most
+	// of what a flash sale answers, and errors.As allocates and reflects.
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	for i, row := range errorTable {
+		if err == row.err {
+			return tableAnswers[i]
+		}
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e
@@ -145,13 +155,18 @@ func abort(c *gin.Context, err error) {
 	writeError(c.Writer, e)
 }
 
+// jsonContentType is the Content-Type of every JSON answer, set as one
+// shared value: Header.Set would canonicalise the name and allocate a
+// slice per answer. net/http only reads it.
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
 // writeError writes e as the API's error body.
 func writeError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	h.Set("Content-Type", "application/json; charset=utf-8")
+	h["Content-Type"] = jsonContentType
 	w.WriteHeader(e.Status)
 	if e.body != nil {
 		_, _ = w.Write(e.body)
