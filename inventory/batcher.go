@@ -21,9 +21,11 @@ type Laner interface {
 // Batcher coalesces concurrent buys of one sale: while a call for the sale
 // is in flight, arriving requests queue; when it returns, the next call
 // takes everything queued, up to max. An idle sale's first request goes
-// out at once (no timer), and under load batches grow by themselves. One
-// call per sale is in flight per process at a time, or one per lane of a
-// sale whose Reserver is a Laner (a bucketed sale: one per bucket).
+// out at once (no timer), and under load batches grow by themselves; only
+// a Gatherer (the fast path, for a sold-out sale) has requests wait a
+// moment for more. One call per sale is in flight per process at a time,
+// or one per lane of a sale whose Reserver is a Laner (a bucketed sale:
+// one per bucket).
 type Batcher struct {
 	next    Reserver
 	max     int
@@ -50,13 +52,20 @@ type saleQueue struct {
 
 type waiter struct {
 	req  Request
-	done chan outcome // buffered: the runner never blocks on a caller
+	i    int          // the request's index in its call
+	lane lane         // the queue it joins
+	done chan outcome // buffered for the whole call: the runner never blocks on a caller
 }
 
 type outcome struct {
+	i   int
 	res Result
 	err error
 }
+
+// singles recycles the channels of one-request calls (every HTTP buy): a
+// channel goes back only once its one outcome was received.
+var singles = sync.Pool{New: func() any { return make(chan outcome, 1) }}
 
 // NewBatcher returns a batcher in front of next taking up to max requests
 // per call.
@@ -68,49 +77,67 @@ func NewBatcher(next Reserver, max int) *Batcher {
 // first the caller gets ctx's error, but requests already queued are still
 // decided and recorded: their request ids make a retry return the result.
 func (b *Batcher) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
+	var done chan outcome
+	if len(reqs) == 1 {
+		done = singles.Get().(chan outcome)
+	} else {
+		done = make(chan outcome, len(reqs))
+	}
 	laner, _ := b.next.(Laner)
-	ws := make([]*waiter, len(reqs))
-	lanes := make([]lane, len(reqs))
+	ws := make([]waiter, len(reqs))
 	for i, r := range reqs {
-		lanes[i] = lane{sale: sale}
+		ws[i] = waiter{req: r, i: i, lane: lane{sale: sale}, done: done}
 		if laner != nil {
-			lanes[i].n = laner.Lane(ctx, sale, r.UserID)
+			ws[i].lane.n = laner.Lane(ctx, sale, r.UserID)
 		}
 	}
 	b.mu.Lock()
-	for i, r := range reqs {
-		q := b.sales[lanes[i]]
+	for i := range ws {
+		l := ws[i].lane
+		q := b.sales[l]
 		if q == nil {
 			q = &saleQueue{}
-			b.sales[lanes[i]] = q
+			b.sales[l] = q
 		}
-		ws[i] = &waiter{req: r, done: make(chan outcome, 1)}
-		q.queue = append(q.queue, ws[i])
+		q.queue = append(q.queue, &ws[i])
 		if !q.running {
 			q.running = true
-			go b.run(lanes[i], q)
+			go b.run(l, q)
 		}
 	}
 	b.mu.Unlock()
 
 	out := make([]Result, len(reqs))
-	for i, w := range ws {
+	for range reqs {
 		select {
-		case o := <-w.done:
+		case o := <-done:
 			if o.err != nil {
 				return nil, o.err
 			}
-			out[i] = o.res
+			out[o.i] = o.res
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+	if len(reqs) == 1 {
+		singles.Put(done)
+	}
 	return out, nil
+}
+
+// Gatherer is a Reserver that may want a sale's requests gathered for a
+// while before a call: Gather says how long (0: call at once).
+type Gatherer interface {
+	Gather(sale int64) time.Duration
 }
 
 // run makes calls for one lane of a sale until its queue is empty.
 func (b *Batcher) run(l lane, q *saleQueue) {
+	gatherer, _ := b.next.(Gatherer)
 	for {
+		if gatherer != nil {
+			b.gather(l, q, gatherer)
+		}
 		b.mu.Lock()
 		n := min(len(q.queue), b.max)
 		if n == 0 {
@@ -137,11 +164,26 @@ func (b *Batcher) run(l lane, q *saleQueue) {
 		cancel()
 		for i, w := range batch {
 			if err != nil {
-				w.done <- outcome{err: err}
+				w.done <- outcome{i: w.i, err: err}
 			} else {
-				w.done <- outcome{res: res[i]}
+				w.done <- outcome{i: w.i, res: res[i]}
 			}
 		}
+	}
+}
+
+// gather waits as long as g asks before the lane's next call, unless a
+// full call is queued already.
+func (b *Batcher) gather(l lane, q *saleQueue, g Gatherer) {
+	d := g.Gather(l.sale)
+	if d <= 0 {
+		return
+	}
+	b.mu.Lock()
+	full := len(q.queue) >= b.max
+	b.mu.Unlock()
+	if !full {
+		time.Sleep(d)
 	}
 }
 

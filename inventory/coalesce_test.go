@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,7 +105,7 @@ func TestFastPathMarkExpires(t *testing.T) {
 	e := newEnv(t)
 	sale := e.mustSale(t, 1, 1, -time.Minute, time.Hour)
 	const recheck = time.Second
-	f := inventory.NewFastPath(e.inv, recheck)
+	f := inventory.NewFastPath(e.inv, recheck, 0)
 	clock := time.Now() // read by Reserve, on this goroutine
 	f.SetClock(func() time.Time { return clock })
 	var hits int
@@ -137,5 +138,45 @@ func TestFastPathMarkExpires(t *testing.T) {
 	}
 	if st := e.stock(t, sale); st.Sold != 2 || st.Available != 0 {
 		t.Errorf("stock %+v", st)
+	}
+}
+
+// TestFastPathGathersSoldOutRequests: once a sale is marked sold out, the
+// batcher holds its next call for the fast path's gather time, so requests
+// arriving meanwhile share one lookup; before that, the first request
+// went out alone at once.
+func TestFastPathGathersSoldOutRequests(t *testing.T) {
+	e := newEnv(t)
+	sale := e.mustSale(t, 1, 1, -time.Minute, time.Hour)
+	f := inventory.NewFastPath(e.inv, time.Hour, time.Second)
+	var hits atomic.Int64
+	f.OnHit = func(n int) { hits.Add(int64(n)) }
+	b := inventory.NewBatcher(f, 256)
+	var mu sync.Mutex
+	var sizes []int
+	b.OnBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	ctx := context.Background()
+	if res, err := b.Reserve(ctx, sale, []inventory.Request{req("winner", 1, "gather-first")}); err != nil || res[0].Err != nil {
+		t.Fatalf("first buy: %v %+v", err, res)
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			res, err := b.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("late-", i), 1, fmt.Sprintf("gather-%03d", i))})
+			if err != nil || !errors.Is(res[0].Err, inventory.ErrSoldOut) {
+				t.Errorf("late buy %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	// Without gathering, the first late request would leave at once and
+	// the queue never hold all 20.
+	servertest.WaitFor(t, 900*time.Millisecond, "20 requests gathered", func() (bool, string) {
+		return b.Queued(sale) == 20, fmt.Sprint(b.Queued(sale))
+	})
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(sizes) != "[1 20]" || hits.Load() != 20 {
+		t.Errorf("batch sizes %v and %d fast-path answers, want [1 20] and 20", sizes, hits.Load())
 	}
 }
