@@ -100,9 +100,6 @@ type Config struct {
 	// SoldOutRecheck is how long a process trusts that a sale is sold out
 	// (answering without Lua) when no stock-changed message says otherwise.
 	SoldOutRecheck time.Duration `koanf:"sold_out_recheck"`
-	// SoldOutGather is how long the batcher gathers a marked sale's
-	// requests before one lookup answers them all (0: no wait).
-	SoldOutGather time.Duration `koanf:"sold_out_gather"`
 
 	RelayBatch        int           `koanf:"relay_batch"`
 	RelayPack         int           `koanf:"relay_pack"`
@@ -320,9 +317,6 @@ func (c *Config) complete() error {
 	}
 	if c.SoldOutRecheck < 0 {
 		bad("sold_out_recheck", "must be 0 (fast path off) or positive")
-	}
-	if c.SoldOutGather < 0 || c.SoldOutGather > 100*time.Millisecond {
-		bad("sold_out_gather", "must be 0 to 100ms")
 	}
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
 		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -21,11 +22,11 @@ type Laner interface {
 // Batcher coalesces concurrent buys of one sale: while a call for the sale
 // is in flight, arriving requests queue; when it returns, the next call
 // takes everything queued, up to max. An idle sale's first request goes
-// out at once (no timer), and under load batches grow by themselves; only
-// a Gatherer (the fast path, for a sold-out sale) has requests wait a
-// moment for more. One call per sale is in flight per process at a time,
-// or one per lane of a sale whose Reserver is a Laner (a bucketed sale:
-// one per bucket).
+// out at once (no timer), and under load batches grow by themselves; for
+// a Gatherer (the fast path, for a sold-out sale) the runner also lets
+// requests on their way join first. One call per sale is in flight per
+// process at a time, or one per lane of a sale whose Reserver is a Laner
+// (a bucketed sale: one per bucket).
 type Batcher struct {
 	next    Reserver
 	max     int
@@ -125,18 +126,21 @@ func (b *Batcher) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Re
 	return out, nil
 }
 
-// Gatherer is a Reserver that may want a sale's requests gathered for a
-// while before a call: Gather says how long (0: call at once).
+// Gatherer is a Reserver that wants a sale's requests gathered before a
+// call while Gather says so.
 type Gatherer interface {
-	Gather(sale int64) time.Duration
+	Gather(sale int64) bool
 }
+
+// maxYields bounds how often a runner yields while gathering.
+const maxYields = 8
 
 // run makes calls for one lane of a sale until its queue is empty.
 func (b *Batcher) run(l lane, q *saleQueue) {
 	gatherer, _ := b.next.(Gatherer)
 	for {
-		if gatherer != nil {
-			b.gather(l, q, gatherer)
+		if gatherer != nil && gatherer.Gather(l.sale) {
+			b.gather(q)
 		}
 		b.mu.Lock()
 		n := min(len(q.queue), b.max)
@@ -172,18 +176,25 @@ func (b *Batcher) run(l lane, q *saleQueue) {
 	}
 }
 
-// gather waits as long as g asks before the lane's next call, unless a
-// full call is queued already.
-func (b *Batcher) gather(l lane, q *saleQueue, g Gatherer) {
-	d := g.Gather(l.sale)
-	if d <= 0 {
-		return
-	}
-	b.mu.Lock()
-	full := len(q.queue) >= b.max
-	b.mu.Unlock()
-	if !full {
-		time.Sleep(d)
+// gather lets requests already on their way join the next call: while the
+// queue keeps growing (and is not full), the runner yields the processor
+// to the goroutines about to queue. Nothing waits on a timer, so an idle
+// process calls at once.
+func (b *Batcher) gather(q *saleQueue) {
+	for range maxYields {
+		b.mu.Lock()
+		n := len(q.queue)
+		b.mu.Unlock()
+		if n >= b.max {
+			return
+		}
+		runtime.Gosched()
+		b.mu.Lock()
+		grew := len(q.queue) > n
+		b.mu.Unlock()
+		if !grew {
+			return
+		}
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 type FastPath struct {
 	store   *Store
 	recheck time.Duration
-	gather  time.Duration
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -38,10 +37,9 @@ type mark struct {
 	until time.Time
 }
 
-// NewFastPath returns a fast path over store whose marks live for recheck
-// and which has a batcher gather a marked sale's requests for gather.
-func NewFastPath(store *Store, recheck, gather time.Duration) *FastPath {
-	return &FastPath{store: store, recheck: recheck, gather: gather, now: time.Now, marks: map[int64]mark{}, gens: map[int64]uint64{}}
+// NewFastPath returns a fast path over store whose marks live for recheck.
+func NewFastPath(store *Store, recheck time.Duration) *FastPath {
+	return &FastPath{store: store, recheck: recheck, now: time.Now, marks: map[int64]mark{}, gens: map[int64]uint64{}}
 }
 
 // Lane is the store's lane of a user's request (see Laner).
@@ -49,17 +47,15 @@ func (f *FastPath) Lane(ctx context.Context, sale int64, user string) int {
 	return f.store.Lane(ctx, sale, user)
 }
 
-// Gather is how long a batcher gathers a marked sale's requests before
-// asking: answers that are refusals can wait a moment, and one lookup for
-// many requests costs the process and Redis far less than several.
-func (f *FastPath) Gather(sale int64) time.Duration {
+// Gather says whether a batcher should gather a sale's requests before
+// asking: for a marked sale, one lookup for many requests costs the
+// process and Redis far less than several (a refusal loses nothing by
+// waiting for its neighbours).
+func (f *FastPath) Gather(sale int64) bool {
 	f.mu.Lock()
 	m, marked := f.marks[sale]
 	f.mu.Unlock()
-	if marked && f.now().Before(m.until) {
-		return f.gather
-	}
-	return 0
+	return marked && f.now().Before(m.until)
 }
 
 // Reserve decides a batch for one sale, through buy.lua unless the sale is

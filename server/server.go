@@ -104,7 +104,7 @@ func New(cfg configs.Config, d Deps) (*Server, error) {
 	if s.reserver == nil {
 		s.reserver = d.Inventory
 		if cfg.SoldOutRecheck > 0 {
-			s.fast = inventory.NewFastPath(d.Inventory, cfg.SoldOutRecheck, cfg.SoldOutGather)
+			s.fast = inventory.NewFastPath(d.Inventory, cfg.SoldOutRecheck)
 			s.fast.OnHit = func(n int) { s.metrics.fastPath.Add(float64(n)) }
 			s.reserver = s.fast
 		}
