@@ -58,11 +58,17 @@ func (so *signOuts) signOut(ctx context.Context, user string, now time.Time) err
 		p.ZAddGT(ctx, key, redis.Z{Score: float64(epoch), Member: user})
 		p.ZRemRangeByScore(ctx, key, "-inf", strconv.FormatInt(now.Add(-so.keep).Unix(), 10))
 		p.Expire(ctx, key, so.keep)
-		p.Publish(ctx, so.keys.SignedOut(), user+"|"+strconv.FormatInt(epoch, 10))
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("server: record sign-out: %w", err)
+	}
+	// Announced only once recorded: a process that subscribes after the
+	// message must find the sign-out when it reads the set. In one
+	// pipeline a Redis Cluster may run the PUBLISH first, on another node,
+	// and a process subscribing in between missed both.
+	if err := so.rdb.Publish(ctx, so.keys.SignedOut(), user+"|"+strconv.FormatInt(epoch, 10)).Err(); err != nil {
+		return fmt.Errorf("server: announce sign-out: %w", err)
 	}
 	return nil
 }
