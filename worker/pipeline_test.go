@@ -31,6 +31,7 @@ type pipeline struct {
 	srv     *server.Server
 	broker  bus.Bus
 	metrics *worker.Metrics
+	reg     *prometheus.Registry // the metrics'
 }
 
 // newPipeline builds a pipeline on RabbitMQ.
@@ -45,7 +46,24 @@ func newPipeline(t *testing.T, overrides ...string) *pipeline {
 func barePipeline(t *testing.T, overrides ...string) *pipeline {
 	t.Helper()
 	env := servertest.New(t, append([]string{"SECKILL_RELAY_CLAIM_IDLE=500ms"}, overrides...)...)
-	return &pipeline{Env: env, srv: env.Server(t, nil), metrics: worker.NewMetrics(prometheus.NewRegistry())}
+	reg := prometheus.NewRegistry()
+	return &pipeline{Env: env, srv: env.Server(t, nil), metrics: worker.NewMetrics(reg), reg: reg}
+}
+
+// counter is the value of one of the relay's and worker's unlabelled
+// counters.
+func (p *pipeline) counter(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // eachBus runs a pipeline test on both implementations of the bus:
