@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -16,47 +17,59 @@ import (
 // most common answer of a flash sale): middleware, token check, strict
 // decode, the batched idempotency lookup in Redis and the pre-encoded
 // refusal, called straight into the handler by 64 goroutines, so neither
-// the network nor a load generator adds noise. `seckill bench --case
-// outside` measures the whole request from outside.
+// the network nor a load generator adds noise; "ticket" is a sale that
+// requires buy tickets, every buy carrying a valid one. `seckill bench
+// --case outside` measures the whole request from outside.
 func BenchmarkSoldOutBuy(b *testing.B) {
 	env := servertest.New(b)
 	srv := env.Server(b, nil)
 	h := srv.Handler()
-	sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1})
-	tokens := make([]string, 1000)
-	for i := range tokens {
-		tokens[i] = "Bearer " + servertest.Token(b, fmt.Sprint("bench-", i))
-	}
-	path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)
-	var n atomic.Int64
-	buy := func() int {
-		i := n.Add(1)
-		r := httptest.NewRequest("POST", path, strings.NewReader(fmt.Sprintf(`{"qty":1,"request_id":"bench-req-%d"}`, i)))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Authorization", tokens[i%int64(len(tokens))])
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code
-	}
-	if code := buy(); code != 200 {
-		b.Fatalf("first buy: %d", code)
-	}
-	b.SetParallelism(32) // 64 callers on two cores, as the outside case's 64 connections
-	b.ReportAllocs()
-	cpu0 := processCPU(b)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if code := buy(); code != 409 {
-				b.Errorf("sold-out buy: %d", code)
-				return
+	key := server.TicketKey(servertest.JWTSecret)
+	for _, tickets := range []bool{false, true} {
+		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: tickets})
+		tokens := make([]string, 1000)
+		extra := make([]string, len(tokens)) // the body's ticket member
+		for i := range tokens {
+			user := fmt.Sprint("bench-", i)
+			tokens[i] = "Bearer " + servertest.Token(b, user)
+			if tickets {
+				extra[i] = fmt.Sprintf(`,"ticket":%q`, server.MintTicket(key, user, sale.ID, time.Now().Add(time.Hour)))
 			}
 		}
-	})
-	b.StopTimer()
-	// The process's CPU per buy, Redis's not included: steadier than the
-	// wall time on a shared machine.
-	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)
+		var n atomic.Int64
+		buy := func() int {
+			i := n.Add(1)
+			k := i % int64(len(tokens))
+			r := httptest.NewRequest("POST", path, strings.NewReader(fmt.Sprintf(`{"qty":1,"request_id":"bench-req-%d"%s}`, i, extra[k])))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Authorization", tokens[k])
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w.Code
+		}
+		if code := buy(); code != 200 {
+			b.Fatalf("first buy: %d", code)
+		}
+		b.Run(map[bool]string{false: "plain", true: "ticket"}[tickets], func(b *testing.B) {
+			b.SetParallelism(32) // 64 callers on two cores, as the outside case's 64 connections
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if code := buy(); code != 409 {
+						b.Errorf("sold-out buy: %d", code)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			// The process's CPU per buy, Redis's not included: steadier than
+			// the wall time on a shared machine.
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
 
 // processCPU is the user+system time this process has used.
