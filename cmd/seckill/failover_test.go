@@ -68,6 +68,7 @@ func runFailover(t *testing.T, sc scenario) outcome {
 	cfg := servertest.Config(t, sc.env...)
 	db := servertest.MySQL(t, cfg)
 	servertest.Broker(t, cfg) // removes the queues at the end
+	servertest.Redis(t, cfg)  // and the keys
 	env := append([]string{"SECKILL_RECONCILE_INTERVAL=3s", "SECKILL_RELAY_CLAIM_IDLE=2s"}, sc.env...)
 	ctx := context.Background()
 
