@@ -20,6 +20,7 @@ import (
 func TestTwoServeProcesses(t *testing.T) {
 	bin := servertest.Binary(t)
 	env := servertest.New(t)
+	servertest.Broker(t, env.Config) // removes the queues the processes' relays publish to
 	sale := servertest.MustSale(t, env.Server(t, nil), servertest.SaleSpec{Total: 500, Limit: 2})
 	var urls []string
 	for range 2 {
