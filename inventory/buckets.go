@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -475,15 +476,8 @@ type SaleLister interface {
 // until ctx ends. Every server process runs one; moves are safe when they
 // overlap.
 func (s *Store) RunRebalancer(ctx context.Context, sales SaleLister, lookback, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
 	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	wait.Every(ctx, interval, func() {
 		ids, err := sales.SaleIDs(ctx, time.Now().Add(-lookback))
 		for _, id := range ids {
 			if parts, perr := s.Parts(ctx, id); perr == nil && len(parts) > 1 {
@@ -494,5 +488,5 @@ func (s *Store) RunRebalancer(ctx context.Context, sales SaleLister, lookback, i
 			slog.Warn("inventory: rebalancing buckets failed", "err", err)
 		}
 		failing = err != nil
-	}
+	})
 }

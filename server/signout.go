@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -104,20 +105,11 @@ func (so *signOuts) load(ctx context.Context, now time.Time) error {
 
 // run applies other processes' sign-outs until ctx ends.
 func (so *signOuts) run(ctx context.Context, now func() time.Time) {
-	go func() {
-		tick := time.NewTicker(signOutResync)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if err := so.load(ctx, now()); err != nil && ctx.Err() == nil {
-					slog.Warn("server: reading sign-outs failed", "err", err)
-				}
-			}
+	go wait.Every(ctx, signOutResync, func() {
+		if err := so.load(ctx, now()); err != nil && ctx.Err() == nil {
+			slog.Warn("server: reading sign-outs failed", "err", err)
 		}
-	}()
+	})
 	inventory.Follow(ctx, so.rdb, so.keys.SignedOut(), func(ctx context.Context) error { return so.load(ctx, now()) },
 		func(payload string) {
 			user, epoch, _ := strings.Cut(payload, "|")

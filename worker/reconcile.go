@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
@@ -398,40 +399,37 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 // message lost on its way, the system heals itself. Each sale is checked
 // by one process per interval (TakeTurn), whichever asks first.
 func (rc *Reconciler) Watch(ctx context.Context, sales inventory.SaleLister, lookback, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	wait.Every(ctx, interval, func() {
 		ids, err := sales.SaleIDs(ctx, time.Now().Add(-lookback))
 		if err != nil {
 			slog.Warn("reconciler: listing sales failed", "err", err)
-			continue
+			return
 		}
 		for _, id := range ids {
-			if mine, err := rc.inv.TakeTurn(ctx, "reconcile", id, interval*9/10); err != nil || !mine {
-				continue
+			if mine, err := rc.inv.TakeTurn(ctx, "reconcile", id, interval*9/10); err == nil && mine {
+				rc.heal(ctx, id)
 			}
-			rep, err := rc.Check(ctx, id)
-			if err != nil {
-				slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
-				continue
-			}
-			if len(rep.Drift) == 0 {
-				continue
-			}
-			slog.Error("reconciler: drift found; repairing from the ledger", "sale", id, "problems", len(rep.Drift),
-				"first", rep.Drift[:min(len(rep.Drift), 5)])
-			if err := rc.Repair(ctx, id, 10*time.Second); err != nil {
-				slog.Error("reconciler: repair failed", "sale", id, "err", err)
-				continue
-			}
-			slog.Info("reconciler: sale repaired", "sale", id)
 		}
+	})
+}
+
+// heal checks one sale and repairs it from the ledger if it drifted.
+func (rc *Reconciler) heal(ctx context.Context, id int64) {
+	rep, err := rc.Check(ctx, id)
+	if err != nil {
+		slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
+		return
 	}
+	if len(rep.Drift) == 0 {
+		return
+	}
+	slog.Error("reconciler: drift found; repairing from the ledger", "sale", id, "problems", len(rep.Drift),
+		"first", rep.Drift[:min(len(rep.Drift), 5)])
+	if err := rc.Repair(ctx, id, 10*time.Second); err != nil {
+		slog.Error("reconciler: repair failed", "sale", id, "err", err)
+		return
+	}
+	slog.Info("reconciler: sale repaired", "sale", id)
 }
 
 func unionKeys(a, b map[string]int64) []string {

@@ -1,6 +1,7 @@
 // Package wait polls for a condition with a deadline, for the tools and
-// tests that wait on processes and services they started: the benchmark
-// suite, the test topologies, the tests.
+// tests that wait on processes and services they started (the benchmark
+// suite, the test topologies, the tests), and runs the services' periodic
+// chores.
 package wait
 
 import (
@@ -38,4 +39,19 @@ func NoError(ctx context.Context, limit, every time.Duration, fn func() error) e
 		}
 		return true, "", nil
 	})
+}
+
+// Every calls fn every interval, the first time one interval from now,
+// until ctx ends.
+func Every(ctx context.Context, interval time.Duration, fn func()) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fn()
+		}
+	}
 }
