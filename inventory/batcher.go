@@ -5,36 +5,38 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/seckill/seckill"
 )
 
-// Reserver decides a batch of buy requests for one sale.
-type Reserver interface {
-	Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error)
-}
-
-// Laner is a Reserver that decides some sales in independent lanes (the
-// buckets of a sale): requests of different lanes may be decided by
-// concurrent calls.
-type Laner interface {
-	Lane(ctx context.Context, sale int64, user string) int
-}
-
 // Batcher coalesces concurrent buys of one sale: while a call for the sale
-// is in flight, arriving requests queue; when it returns, the next call
-// takes everything queued, up to max. An idle sale's first request goes
-// out at once (no timer), and under load batches grow by themselves; for
-// a Gatherer (the fast path, for a sold-out sale) the runner also lets
-// requests on their way join first. One call per sale is in flight per
-// process at a time, or one per lane of a sale whose Reserver is a Laner
-// (a bucketed sale: one per bucket).
+// is in flight, arriving buys queue; when it returns, the next call takes
+// everything queued, up to Max. An idle sale's first buy goes out at once
+// (no timer), and under load batches grow by themselves; while Gather says
+// so (the fast path, for a sold-out sale) the runner also lets buys on
+// their way join first. One call per sale is in flight per process at a
+// time, or one per lane of a sale (Lane: one per bucket of a bucketed
+// sale).
 type Batcher struct {
 	next    Reserver
-	max     int
+	cfg     BatcherConfig
 	timeout time.Duration
 
 	mu    sync.Mutex
 	sales map[lane]*saleQueue
+}
 
+// BatcherConfig tunes a Batcher.
+type BatcherConfig struct {
+	// Max is the most buys in one call.
+	Max int
+	// Lane, if set, is the lane of a sale a user's buys queue in: buys of
+	// different lanes are decided by concurrent calls (Store.Lane: the
+	// bucket the user is pinned to).
+	Lane func(ctx context.Context, sale int64, user string) int
+	// Gather, if set, says whether the runner should let buys on their way
+	// join before it calls for a sale (FastPath.Gather).
+	Gather func(sale int64) bool
 	// OnBatch, if set, observes each call's size.
 	OnBatch func(n int)
 }
@@ -52,44 +54,46 @@ type saleQueue struct {
 }
 
 type waiter struct {
-	req  Request
-	i    int          // the request's index in its call
+	buy  seckill.Buy
+	i    int          // the buy's index in its caller's
 	lane lane         // the queue it joins
 	done chan outcome // buffered for the whole call: the runner never blocks on a caller
 }
 
 type outcome struct {
-	i   int
-	res Result
-	err error
+	i         int
+	answer    seckill.Answer
+	available int64
+	closed    seckill.Code
+	err       error
 }
 
-// singles recycles the channels of one-request calls (every HTTP buy): a
+// singles recycles the channels of one-buy calls (every HTTP buy): a
 // channel goes back only once its one outcome was received.
 var singles = sync.Pool{New: func() any { return make(chan outcome, 1) }}
 
-// NewBatcher returns a batcher in front of next taking up to max requests
-// per call.
-func NewBatcher(next Reserver, max int) *Batcher {
-	return &Batcher{next: next, max: max, timeout: 10 * time.Second, sales: map[lane]*saleQueue{}}
+// NewBatcher returns a batcher in front of next.
+func NewBatcher(next Reserver, cfg BatcherConfig) *Batcher {
+	return &Batcher{next: next, cfg: cfg, timeout: 10 * time.Second, sales: map[lane]*saleQueue{}}
 }
 
-// Reserve queues the requests and waits for their results. If ctx ends
-// first the caller gets ctx's error, but requests already queued are still
-// decided and recorded: their request ids make a retry return the result.
-func (b *Batcher) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
+// Reserve queues the buys and waits for their answers; the decision's
+// Available and Closed are those of the call that decided the last of
+// them. If ctx ends first the caller gets ctx's error, but buys already
+// queued are still decided and recorded: their request ids make a retry
+// return the answer.
+func (b *Batcher) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
 	var done chan outcome
-	if len(reqs) == 1 {
+	if len(buys) == 1 {
 		done = singles.Get().(chan outcome)
 	} else {
-		done = make(chan outcome, len(reqs))
+		done = make(chan outcome, len(buys))
 	}
-	laner, _ := b.next.(Laner)
-	ws := make([]waiter, len(reqs))
-	for i, r := range reqs {
-		ws[i] = waiter{req: r, i: i, lane: lane{sale: sale}, done: done}
-		if laner != nil {
-			ws[i].lane.n = laner.Lane(ctx, sale, r.UserID)
+	ws := make([]waiter, len(buys))
+	for i, r := range buys {
+		ws[i] = waiter{buy: r, i: i, lane: lane{sale: sale}, done: done}
+		if b.cfg.Lane != nil {
+			ws[i].lane.n = b.cfg.Lane(ctx, sale, r.UserID)
 		}
 	}
 	b.mu.Lock()
@@ -108,28 +112,22 @@ func (b *Batcher) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Re
 	}
 	b.mu.Unlock()
 
-	out := make([]Result, len(reqs))
-	for range reqs {
+	d := seckill.Decision{Answers: make([]seckill.Answer, len(buys))}
+	for range buys {
 		select {
 		case o := <-done:
 			if o.err != nil {
-				return nil, o.err
+				return seckill.Decision{}, o.err
 			}
-			out[o.i] = o.res
+			d.Answers[o.i], d.Available, d.Closed = o.answer, o.available, o.closed
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return seckill.Decision{}, ctx.Err()
 		}
 	}
-	if len(reqs) == 1 {
+	if len(buys) == 1 {
 		singles.Put(done)
 	}
-	return out, nil
-}
-
-// Gatherer is a Reserver that wants a sale's requests gathered before a
-// call while Gather says so.
-type Gatherer interface {
-	Gather(sale int64) bool
+	return d, nil
 }
 
 // maxYields bounds how often a runner yields while gathering.
@@ -137,13 +135,12 @@ const maxYields = 8
 
 // run makes calls for one lane of a sale until its queue is empty.
 func (b *Batcher) run(l lane, q *saleQueue) {
-	gatherer, _ := b.next.(Gatherer)
 	for {
-		if gatherer != nil && gatherer.Gather(l.sale) {
+		if b.cfg.Gather != nil && b.cfg.Gather(l.sale) {
 			b.gather(q)
 		}
 		b.mu.Lock()
-		n := min(len(q.queue), b.max)
+		n := min(len(q.queue), b.cfg.Max)
 		if n == 0 {
 			q.running = false
 			delete(b.sales, l)
@@ -154,29 +151,29 @@ func (b *Batcher) run(l lane, q *saleQueue) {
 		q.queue = q.queue[n:]
 		b.mu.Unlock()
 
-		reqs := make([]Request, n)
+		buys := make([]seckill.Buy, n)
 		for i, w := range batch {
-			reqs[i] = w.req
+			buys[i] = w.buy
 		}
-		if b.OnBatch != nil {
-			b.OnBatch(n)
+		if b.cfg.OnBatch != nil {
+			b.cfg.OnBatch(n)
 		}
 		// The call is not the callers': one leaving must not cancel the
 		// others' decisions.
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-		res, err := b.next.Reserve(ctx, l.sale, reqs)
+		d, err := b.next.Reserve(ctx, l.sale, buys)
 		cancel()
 		for i, w := range batch {
 			if err != nil {
 				w.done <- outcome{i: w.i, err: err}
 			} else {
-				w.done <- outcome{i: w.i, res: res[i]}
+				w.done <- outcome{i: w.i, answer: d.Answers[i], available: d.Available, closed: d.Closed}
 			}
 		}
 	}
 }
 
-// gather lets requests already on their way join the next call: while the
+// gather lets buys already on their way join the next call: while the
 // queue keeps growing (and is not full), the runner yields the processor
 // to the goroutines about to queue. Nothing waits on a timer, so an idle
 // process calls at once.
@@ -185,7 +182,7 @@ func (b *Batcher) gather(q *saleQueue) {
 		b.mu.Lock()
 		n := len(q.queue)
 		b.mu.Unlock()
-		if n >= b.max {
+		if n >= b.cfg.Max {
 			return
 		}
 		runtime.Gosched()
@@ -198,7 +195,7 @@ func (b *Batcher) gather(q *saleQueue) {
 	}
 }
 
-// Queued is how many requests of a sale wait for the next call.
+// Queued is how many buys of a sale wait for the next call.
 func (b *Batcher) Queued(sale int64) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

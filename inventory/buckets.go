@@ -9,13 +9,13 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/lua"
 )
@@ -35,7 +35,7 @@ import (
 const maxCachedSales = 100_000
 
 // Parts returns a sale's parts, read from its first part's stock hash once
-// and cached (they are fixed when the sale is created); ErrSaleNotFound if
+// and cached (they are fixed when the sale is created); seckill.ErrSaleNotFound if
 // Redis holds no stock for it.
 func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
 	s.mu.Lock()
@@ -44,12 +44,12 @@ func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
 	if ok {
 		return parts, nil
 	}
-	v, err := s.rdb.HMGet(ctx, s.keys.Stock(sale), "total", "tags").Result()
+	v, err := s.rdb.HMGet(ctx, s.keys.Of(First(sale)).Stock(), "total", "tags").Result()
 	if err != nil {
-		return nil, fmt.Errorf("inventory: parts of sale %d: %w", sale, err)
+		return nil, failed(fmt.Sprintf("parts of sale %d", sale), err)
 	}
 	if v[0] == nil {
-		return nil, fmt.Errorf("inventory: sale %d: %w", sale, ErrSaleNotFound)
+		return nil, fmt.Errorf("inventory: sale %d: %w", sale, seckill.ErrSaleNotFound)
 	}
 	parts = []Part{First(sale)}
 	if tags, _ := v[1].(string); tags != "" {
@@ -143,7 +143,7 @@ func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
 			}
 		}
 		masters = len(seen)
-		m, err := owner(s.keys.Stock(sale))
+		m, err := owner(s.keys.Of(First(sale)).Stock())
 		if err != nil {
 			return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
 		}
@@ -212,7 +212,7 @@ func (s *Store) available(ctx context.Context, parts []Part) ([]int64, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("inventory: stock of sale %d: %w", parts[0].Sale, err)
+		return nil, failed(fmt.Sprintf("stock of sale %d", parts[0].Sale), err)
 	}
 	out := make([]int64, len(parts))
 	for i, c := range cmds {
@@ -245,94 +245,94 @@ func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (*red
 }
 
 // reserveBuckets decides a batch for a sale with several parts: each
-// part's requests in one call (concurrently; the batcher usually hands
-// over one part's requests at a time), softly; a part that lacked units
-// gets some moved over from the others and decides those requests again.
-// Remaining counts are the part's own, exact, plus what the other parts
-// had when last seen here.
-func (s *Store) reserveBuckets(ctx context.Context, sale int64, parts []Part, reqs []Request) ([]Result, saleState, error) {
+// part's buys in one call (concurrently; the batcher usually hands over
+// one part's buys at a time), softly; a part that lacked units gets some
+// moved over from the others and decides those buys again. Remaining
+// counts are the part's own, exact, plus what the other parts had when
+// last seen here.
+func (s *Store) reserveBuckets(ctx context.Context, sale int64, parts []Part, buys []seckill.Buy) (seckill.Decision, error) {
 	byPart := map[int][]int{}
-	for i, r := range reqs {
-		n := partIndex(len(parts), r.UserID)
+	for i, b := range buys {
+		n := partIndex(len(parts), b.UserID)
 		byPart[n] = append(byPart[n], i)
 	}
 	if !s.knows(parts) {
 		if _, err := s.available(ctx, parts); err != nil {
-			return nil, saleState{}, err
+			return seckill.Decision{}, err
 		}
 	}
-	out := make([]Result, len(reqs))
+	d := seckill.Decision{Answers: make([]seckill.Answer, len(buys))}
 	var (
 		mu   sync.Mutex
-		st   saleState
 		errs []error
 		wg   sync.WaitGroup
 	)
 	for n, is := range byPart {
 		wg.Go(func() {
-			own, closed, err := s.decidePart(ctx, parts, n, reqs, is, out)
+			own, closed, err := s.decidePart(ctx, parts, n, buys, is, d.Answers)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			st.available += own
+			d.Available += own
 			if closed != "" {
-				st.closed = closed
+				d.Closed = closed
 			}
 			for _, i := range is {
-				if out[i].Err == nil || errors.Is(out[i].Err, ErrSoldOut) {
-					out[i].Remaining = max(0, out[i].Remaining) + s.others(parts, n)
+				if a := &d.Answers[i]; a.Code == seckill.CodeOK || a.Code == seckill.CodeSoldOut {
+					a.Remaining = max(0, a.Remaining) + s.others(parts, n)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, saleState{}, err
+		return seckill.Decision{}, err
 	}
 	for n := range parts {
 		if _, decided := byPart[n]; !decided {
-			st.available += s.others(parts, -1) - s.others(parts, n)
+			d.Available += s.others(parts, -1) - s.others(parts, n)
 		}
 	}
-	return out, st, nil
+	return d, nil
 }
 
 // refillTries bounds how often a part asks for units for the same
-// requests (other parts' buyers may take what was moved) before it decides
+// buys (other parts' buyers may take what was moved) before it decides
 // for good.
 const refillTries = 4
 
-// decidePart decides the requests reqs[is] on part n: softly, and where
-// the part lacks units, it brings units over from the other parts and
-// decides again; when no other part has any left, it decides for good (a
-// sold_out then is the sale's, and is remembered). It returns the part's
-// units after the batch and the refusal every new request would get.
-func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Request, is []int, out []Result) (int64, string, error) {
+// decidePart decides the buys buys[is] on part n, writing their answers
+// into out: softly, and where the part lacks units, it brings units over
+// from the other parts and decides again; when no other part has any
+// left, it decides for good (a sold_out then is the sale's, and is
+// remembered). It returns the part's units after the batch and the
+// refusal every new buy would get.
+func (s *Store) decidePart(ctx context.Context, parts []Part, n int, buys []seckill.Buy, is []int, out []seckill.Answer) (int64, seckill.Code, error) {
 	mode := "soft"
 	for try := 0; ; try++ {
-		batch := make([]Request, len(is))
+		batch := make([]seckill.Buy, len(is))
 		for j, i := range is {
-			batch[j] = reqs[i]
+			batch[j] = buys[i]
 		}
-		res, st, err := s.decide(ctx, parts[n], batch, mode)
+		d, err := s.decide(ctx, parts[n], batch, mode)
 		if err != nil {
 			return 0, "", err
 		}
-		s.saw(parts[n], st.available)
+		s.saw(parts[n], d.Available)
 		var again []int
 		var need int64
-		for j, r := range res {
-			out[is[j]] = r
-			if r.Err == errBucketEmpty {
+		for j, a := range d.Answers {
+			out[is[j]] = a
+			if a.Code == seckill.CodeBucketEmpty {
 				again = append(again, is[j])
 				need += batch[j].Qty
 			}
 		}
 		if len(again) == 0 {
-			return st.available, st.closed, nil
+			return d.Available, d.Closed, nil
 		}
 		moved, err := s.refill(ctx, parts, n, need)
 		if err != nil {
@@ -344,9 +344,6 @@ func (s *Store) decidePart(ctx context.Context, parts []Part, n int, reqs []Requ
 		is = again
 	}
 }
-
-// errBucketEmpty is buy.lua's soft refusal: this part lacks units.
-var errBucketEmpty = errors.New("inventory: bucket empty")
 
 // refill moves units into part dst from the other parts, fullest first:
 // from the fullest at least need (if it has them) or half the difference
@@ -389,8 +386,11 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 	id := hex.EncodeToString(b)
 	src := s.keys.Of(from)
 	n, err := lua.Move.Run(ctx, s.rdb, []string{src.Stock(), src.Moves()}, id, to.Tag, units).Int64()
-	if err != nil || n == 0 {
-		return 0, err
+	if err != nil {
+		return 0, failed("move units from "+from.Tag, err)
+	}
+	if n == 0 {
+		return 0, nil
 	}
 	s.mu.Lock()
 	s.seen[from] -= n
@@ -406,15 +406,20 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 // forgets the move in part from.
 func (s *Store) deliver(ctx context.Context, from, to Part, id string, n int64) error {
 	dst := s.keys.Of(to)
-	avail, err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Int64()
+	what := fmt.Sprintf("deliver move %s to %s", id, to.Tag)
+	reply, err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Text()
 	if err != nil {
-		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)
+		return failed(what, err)
 	}
-	if avail >= 0 {
-		s.saw(to, avail)
+	code, f, err := decodeReply(reply, 2)
+	if err != nil {
+		return fmt.Errorf("inventory: %s: %w", what, err)
+	}
+	if code == seckill.CodeOK {
+		s.saw(to, toInt(f[0]))
 	}
 	if err := s.rdb.HDel(ctx, s.keys.Of(from).Moves(), id).Err(); err != nil {
-		return fmt.Errorf("inventory: deliver move %s to %s: %w", id, to.Tag, err)
+		return failed(what, err)
 	}
 	return nil
 }
@@ -431,11 +436,13 @@ func (s *Store) Rebalance(ctx context.Context, sale int64) error {
 	for _, from := range parts {
 		moves, err := s.rdb.HGetAll(ctx, s.keys.Of(from).Moves()).Result()
 		if err != nil {
-			return err
+			return failed(fmt.Sprintf("moves of sale %d", sale), err)
 		}
 		for id, v := range moves {
-			tag, n, _ := strings.Cut(v, "|")
-			units, _ := strconv.ParseInt(n, 10, 64)
+			tag, units, err := decodeMove(v)
+			if err != nil {
+				return err
+			}
 			if err := s.deliver(ctx, from, Part{Sale: sale, Tag: tag}, id, units); err != nil {
 				return err
 			}
@@ -458,12 +465,6 @@ func (s *Store) Rebalance(ctx context.Context, sale int64) error {
 		_, err = s.move(ctx, parts[hi], parts[lo], d/2)
 	}
 	return err
-}
-
-// TakeTurn reports whether this process takes its turn at chore for sale:
-// true for the first to ask within ttl, across processes.
-func (s *Store) TakeTurn(ctx context.Context, chore string, sale int64, ttl time.Duration) (bool, error) {
-	return s.rdb.SetNX(ctx, s.keys.Turn(chore, sale), "1", ttl).Result()
 }
 
 // SaleLister lists the sales that may still have stock, outbox entries

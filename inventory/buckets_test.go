@@ -2,8 +2,8 @@ package inventory_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -20,10 +20,10 @@ func (e *env) bucketSale(t testing.TB, total, limit int64, k int) int64 {
 	t.Helper()
 	e.next++
 	now := time.Now()
-	_, err := e.inv.Warm(context.Background(), inventory.Sale{
-		ID: e.next, Total: total, Limit: limit, PriceCents: 100, Buckets: k,
-		Start: now.Add(-time.Minute), End: now.Add(time.Hour), Status: inventory.StatusActive, ExpireAt: now.Add(25 * time.Hour),
-	}, false)
+	_, err := e.inv.Warm(context.Background(), seckill.Sale{
+		ID: e.next, Total: total, PerUserLimit: limit, PriceCents: 100, Buckets: k,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Status: seckill.StatusActive,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestBucketsSellExactlyTheirTotal(t *testing.T) {
 		wg.Go(func() {
 			user := fmt.Sprint("bucket-user-", u)
 			for i := range 3 { // one more than the limit allows
-				res, err := e.inv.Reserve(ctx, sale, []inventory.Request{req(user, 1, fmt.Sprintf("b-%d-%d", u, i))})
+				d, err := e.inv.Reserve(ctx, sale, []seckill.Buy{req(user, 1, fmt.Sprintf("b-%d-%d", u, i))})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				r := res[0]
-				switch {
-				case r.Err == nil:
+				r := d.Answers[0]
+				switch r.Code {
+				case ok:
 					sold.Add(r.Qty)
 					mu.Lock()
 					byUser[user] += r.Qty
@@ -103,9 +103,9 @@ func TestBucketsSellExactlyTheirTotal(t *testing.T) {
 					}
 					orderIDs[r.OrderID] = true
 					mu.Unlock()
-				case errors.Is(r.Err, inventory.ErrSoldOut), errors.Is(r.Err, inventory.ErrLimitExceeded):
+				case seckill.CodeSoldOut, seckill.CodeLimitExceeded:
 				default:
-					t.Errorf("unexpected refusal %v", r.Err)
+					t.Errorf("unexpected refusal %v", r.Code)
 				}
 			}
 		})
@@ -138,7 +138,7 @@ func TestBucketsSellExactlyTheirTotal(t *testing.T) {
 		}
 		user = fmt.Sprint("bucket-user-", u)
 		res := e.reserve(t, sale, req(user, 1, fmt.Sprintf("b-%d-%d", u, i)))
-		if res[0].Err != nil || res[0].OrderID != id {
+		if res[0].Code != ok || res[0].OrderID != id {
 			t.Errorf("retry of %s: %+v", id, res[0])
 		}
 		break
@@ -178,8 +178,8 @@ func TestBucketMoveSurvivesACrash(t *testing.T) {
 	}
 	// Delivering the same move again changes nothing.
 	to := e.keys.Of(parts[1])
-	if r, err := lua.Accept.Run(ctx, e.rdb, []string{to.Stock(), to.Arrived()}, "crashed-move", 20).Int64(); err != nil || r != -2 {
-		t.Errorf("a second delivery: %d, %v", r, err)
+	if r, err := lua.Accept.Run(ctx, e.rdb, []string{to.Stock(), to.Arrived()}, "crashed-move", 20).Text(); err != nil || !strings.HasSuffix(r, "|0") {
+		t.Errorf("a second delivery: %q, %v; want it refused as delivered before", r, err)
 	}
 	if st := e.stock(t, sale); st.Total != 90 || st.Available != 90 {
 		t.Errorf("stock %+v", st)
@@ -199,7 +199,7 @@ func TestBucketedSaleIsOneSale(t *testing.T) {
 		t.Fatalf("after restock: %+v", st)
 	}
 	res := e.reserve(t, sale, req("carol", 3, "carol-0001"))
-	if res[0].Err != nil || res[0].Remaining != 12 {
+	if res[0].Code != ok || res[0].Remaining != 12 {
 		t.Fatalf("buy: %+v", res[0])
 	}
 	if _, released, err := e.inv.Release(ctx, sale, res[0].OrderID, "carol", 3); err != nil || !released {
@@ -212,21 +212,21 @@ func TestBucketedSaleIsOneSale(t *testing.T) {
 		t.Errorf("carol still holds %d", b["carol"])
 	}
 	for _, step := range []struct {
-		action string
-		want   error
-	}{{"pause", inventory.ErrPaused}, {"resume", nil}, {"end", inventory.ErrEnded}} {
+		action seckill.Action
+		want   seckill.Code
+	}{{seckill.ActionPause, seckill.CodePaused}, {seckill.ActionResume, ok}, {seckill.ActionEnd, seckill.CodeEnded}} {
 		if _, err := e.inv.SetStatus(ctx, sale, step.action); err != nil {
 			t.Fatal(err)
 		}
 		// Every bucket follows: users of all three get the same answer.
 		for u := range 6 {
 			r := e.reserve(t, sale, req(fmt.Sprint("st-user-", u), 1, fmt.Sprintf("%s-%04d", step.action, u)))
-			if !errors.Is(r[0].Err, step.want) {
-				t.Errorf("after %s, user %d: %v, want %v", step.action, u, r[0].Err, step.want)
+			if r[0].Code != step.want {
+				t.Errorf("after %s, user %d: %v, want %v", step.action, u, r[0].Code, step.want)
 			}
 		}
 	}
-	if r := e.reserve(t, sale, req("late", 1, "late-00001")); !errors.Is(r[0].Err, inventory.ErrEnded) {
-		t.Errorf("after end: %v", r[0].Err)
+	if r := e.reserve(t, sale, req("late", 1, "late-00001")); r[0].Code != seckill.CodeEnded {
+		t.Errorf("after end: %v", r[0].Code)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server/servertest"
 )
@@ -22,7 +23,7 @@ type gate struct {
 	open   chan struct{}
 }
 
-func (g *gate) Reserve(ctx context.Context, sale int64, reqs []inventory.Request) ([]inventory.Result, error) {
+func (g *gate) Reserve(ctx context.Context, sale int64, reqs []seckill.Buy) (seckill.Decision, error) {
 	first := false
 	g.once.Do(func() { first = true })
 	if first {
@@ -39,34 +40,33 @@ func TestBatcherCoalescesAndKeepsAbandonedResults(t *testing.T) {
 	e := newEnv(t)
 	sale := e.mustSale(t, 100, 1, -time.Minute, time.Hour)
 	g := &gate{next: e.inv, inside: make(chan struct{}), open: make(chan struct{})}
-	b := inventory.NewBatcher(g, 8)
 	var mu sync.Mutex
 	var sizes []int
-	b.OnBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	b := inventory.NewBatcher(g, inventory.BatcherConfig{Max: 8, OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
 
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if _, err := b.Reserve(ctx, sale, []inventory.Request{req("u-first", 1, "first-req")}); err != nil {
+		if _, err := b.Reserve(ctx, sale, []seckill.Buy{req("u-first", 1, "first-req")}); err != nil {
 			t.Error(err)
 		}
 	})
 	<-g.inside // the first call is in flight; everything else queues
-	results := make([]inventory.Result, 20)
+	results := make([]seckill.Answer, 20)
 	for i := range 20 {
 		wg.Go(func() {
-			res, err := b.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("u-", i), 1, fmt.Sprintf("queued-%03d", i))})
+			d, err := b.Reserve(ctx, sale, []seckill.Buy{req(fmt.Sprint("u-", i), 1, fmt.Sprintf("queued-%03d", i))})
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			results[i] = res[0]
+			results[i] = d.Answers[0]
 		})
 	}
 	gone, cancel := context.WithCancel(ctx)
 	abandoned := make(chan error, 1)
 	go func() {
-		_, err := b.Reserve(gone, sale, []inventory.Request{req("u-gone", 1, "abandoned-req")})
+		_, err := b.Reserve(gone, sale, []seckill.Buy{req("u-gone", 1, "abandoned-req")})
 		abandoned <- err
 	}()
 	servertest.WaitFor(t, 5*time.Second, "21 requests queued", func() (bool, string) {
@@ -80,7 +80,7 @@ func TestBatcherCoalescesAndKeepsAbandonedResults(t *testing.T) {
 	wg.Wait()
 
 	for i, r := range results {
-		if r.Err != nil || r.OrderID == "" {
+		if r.Code != ok || r.OrderID == "" {
 			t.Errorf("queued request %d: %+v", i, r)
 		}
 	}
@@ -91,7 +91,7 @@ func TestBatcherCoalescesAndKeepsAbandonedResults(t *testing.T) {
 	}
 	// The abandoned request was decided: its retry returns the same order.
 	res := e.reserve(t, sale, req("u-gone", 1, "abandoned-req"))
-	if res[0].Err != nil || res[0].OrderID != "order-u-gone-abandoned-req" {
+	if res[0].Code != ok || res[0].OrderID != "order-u-gone-abandoned-req" {
 		t.Errorf("retry of the abandoned request: %+v", res[0])
 	}
 	if st := e.stock(t, sale); st.Sold != 22 {
@@ -106,36 +106,36 @@ func TestFastPathMarkExpires(t *testing.T) {
 	e := newEnv(t)
 	sale := e.mustSale(t, 1, 1, -time.Minute, time.Hour)
 	const recheck = time.Second
-	f := inventory.NewFastPath(e.inv, recheck)
+	f := inventory.NewFastPath(e.inv, e.inv, recheck)
 	clock := time.Now() // read by Reserve, on this goroutine
 	f.SetClock(func() time.Time { return clock })
 	var hits int
 	f.OnHit = func(n int) { hits += n }
 	ctx := context.Background()
-	buy := func(user string) error {
-		res, err := f.Reserve(ctx, sale, []inventory.Request{req(user, 1, "rid-"+user)})
+	buy := func(user string) seckill.Code {
+		d, err := f.Reserve(ctx, sale, []seckill.Buy{req(user, 1, "rid-"+user)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res[0].Err
+		return d.Answers[0].Code
 	}
-	if err := buy("a"); err != nil {
-		t.Fatal(err)
+	if c := buy("a"); c != ok {
+		t.Fatal(c)
 	}
 	// The script reported nothing left: the next buy takes the fast path.
-	if err := buy("b"); !errors.Is(err, inventory.ErrSoldOut) || hits != 1 {
-		t.Fatalf("after the last unit: %v, %d hits", err, hits)
+	if c := buy("b"); c != seckill.CodeSoldOut || hits != 1 {
+		t.Fatalf("after the last unit: %v, %d hits", c, hits)
 	}
 	if _, err := e.inv.Restock(ctx, sale, 1); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(recheck - time.Millisecond)
-	if err := buy("c"); !errors.Is(err, inventory.ErrSoldOut) || hits != 2 {
-		t.Fatalf("while the mark holds: %v, %d hits", err, hits)
+	if c := buy("c"); c != seckill.CodeSoldOut || hits != 2 {
+		t.Fatalf("while the mark holds: %v, %d hits", c, hits)
 	}
 	clock = clock.Add(2 * time.Millisecond)
-	if err := buy("d"); err != nil || hits != 2 {
-		t.Fatalf("after the recheck time: %v, %d hits", err, hits)
+	if c := buy("d"); c != ok || hits != 2 {
+		t.Fatalf("after the recheck time: %v, %d hits", c, hits)
 	}
 	if st := e.stock(t, sale); st.Sold != 2 || st.Available != 0 {
 		t.Errorf("stock %+v", st)
@@ -150,24 +150,24 @@ func TestFastPathMarkExpires(t *testing.T) {
 func TestFastPathGathersSoldOutRequests(t *testing.T) {
 	e := newEnv(t)
 	sale := e.mustSale(t, 1, 1, -time.Minute, time.Hour)
-	f := inventory.NewFastPath(e.inv, time.Hour)
+	f := inventory.NewFastPath(e.inv, e.inv, time.Hour)
 	var hits atomic.Int64
 	f.OnHit = func(n int) { hits.Add(int64(n)) }
-	b := inventory.NewBatcher(f, 256)
 	var mu sync.Mutex
 	var sizes []int
-	b.OnBatch = func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }
+	b := inventory.NewBatcher(f, inventory.BatcherConfig{Max: 256, Lane: e.inv.Lane, Gather: f.Gather,
+		OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
 	ctx := context.Background()
-	if res, err := b.Reserve(ctx, sale, []inventory.Request{req("winner", 1, "gather-first")}); err != nil || res[0].Err != nil {
-		t.Fatalf("first buy: %v %+v", err, res)
+	if d, err := b.Reserve(ctx, sale, []seckill.Buy{req("winner", 1, "gather-first")}); err != nil || d.Answers[0].Code != ok {
+		t.Fatalf("first buy: %v %+v", err, d)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			res, err := b.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("late-", i), 1, fmt.Sprintf("gather-%03d", i))})
-			if err != nil || !errors.Is(res[0].Err, inventory.ErrSoldOut) {
-				t.Errorf("late buy %d: %v %+v", i, err, res)
+			d, err := b.Reserve(ctx, sale, []seckill.Buy{req(fmt.Sprint("late-", i), 1, fmt.Sprintf("gather-%03d", i))})
+			if err != nil || d.Answers[0].Code != seckill.CodeSoldOut {
+				t.Errorf("late buy %d: %v %+v", i, err, d)
 			}
 		})
 	}

@@ -5,22 +5,25 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/seckill/seckill"
 )
 
 // FastPath answers buys of a sale this process knows to be sold out (or
 // ended) without running buy.lua: one HMGET over the request ids of the
-// whole batch returns the stored answers of requests seen before (so a
-// retry of an accepted request still gets its order), and every new
-// request gets sold_out (or ended).
+// whole batch returns the stored answers of buys seen before (so a retry
+// of an accepted buy still gets its order), and every new buy gets
+// sold_out (or ended).
 //
-// The process learns the state from the buy calls themselves (buy.lua
-// reports the sale's availability after each batch). A mark is dropped
-// when a stock-changed message arrives over pub/sub (restock, release,
-// status change, warm) and in any case after Recheck, so a sale whose
-// stock came back is buyable again within a second even if a message was
-// lost.
+// The process learns the state from the decisions of the Reserver behind
+// it (buy.lua reports the sale's availability after each batch). A mark is
+// dropped when a stock-changed message arrives over pub/sub (restock,
+// release, status change, warm) and in any case after recheck, so a sale
+// whose stock came back is buyable again within a second even if a
+// message was lost.
 type FastPath struct {
-	store   *Store
+	next    Reserver
+	stored  Stored
 	recheck time.Duration
 	now     func() time.Time
 
@@ -28,29 +31,32 @@ type FastPath struct {
 	marks map[int64]mark
 	gens  map[int64]uint64 // bumped by every stock-changed message
 
-	// OnHit, if set, counts requests answered without the script.
+	// OnHit, if set, counts buys answered without the script.
 	OnHit func(n int)
 }
 
+// Stored is where the fast path finds the answers of buys seen before and
+// hears of changes to a sale's stock: the Store.
+type Stored interface {
+	Lookup(ctx context.Context, sale int64, buys []seckill.Buy) ([]seckill.Answer, []bool, error)
+	FollowChanges(ctx context.Context, caughtUp func(), changed func(sale int64))
+}
+
 type mark struct {
-	err   error // ErrSoldOut or ErrEnded
+	code  seckill.Code // CodeSoldOut or CodeEnded
 	until time.Time
 }
 
-// NewFastPath returns a fast path over store whose marks live for recheck.
-func NewFastPath(store *Store, recheck time.Duration) *FastPath {
-	return &FastPath{store: store, recheck: recheck, now: time.Now, marks: map[int64]mark{}, gens: map[int64]uint64{}}
+// NewFastPath returns a fast path in front of next, answering marked sales
+// from stored; a mark lives for recheck.
+func NewFastPath(next Reserver, stored Stored, recheck time.Duration) *FastPath {
+	return &FastPath{next: next, stored: stored, recheck: recheck, now: time.Now, marks: map[int64]mark{}, gens: map[int64]uint64{}}
 }
 
-// Lane is the store's lane of a user's request (see Laner).
-func (f *FastPath) Lane(ctx context.Context, sale int64, user string) int {
-	return f.store.Lane(ctx, sale, user)
-}
-
-// Gather says whether a batcher should gather a sale's requests before
-// asking: for a marked sale, one lookup for many requests costs the
-// process and Redis far less than several (a refusal loses nothing by
-// waiting for its neighbours).
+// Gather says whether a batcher should gather a sale's buys before asking
+// (BatcherConfig.Gather): for a marked sale, one lookup for many buys
+// costs the process and Redis far less than several (a refusal loses
+// nothing by waiting for its neighbours).
 func (f *FastPath) Gather(sale int64) bool {
 	f.mu.Lock()
 	m, marked := f.marks[sale]
@@ -58,9 +64,9 @@ func (f *FastPath) Gather(sale int64) bool {
 	return marked && f.now().Before(m.until)
 }
 
-// Reserve decides a batch for one sale, through buy.lua unless the sale is
-// marked sold out or ended.
-func (f *FastPath) Reserve(ctx context.Context, sale int64, reqs []Request) ([]Result, error) {
+// Reserve decides a batch for one sale, through the next Reserver unless
+// the sale is marked sold out or ended.
+func (f *FastPath) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
 	f.mu.Lock()
 	m, marked := f.marks[sale]
 	if marked && f.now().After(m.until) {
@@ -71,40 +77,39 @@ func (f *FastPath) Reserve(ctx context.Context, sale int64, reqs []Request) ([]R
 	f.mu.Unlock()
 
 	if marked {
-		res, found, err := f.store.Lookup(ctx, sale, reqs)
+		answers, found, err := f.stored.Lookup(ctx, sale, buys)
 		if err != nil {
-			return nil, err
+			return seckill.Decision{}, err
 		}
-		for i := range res {
+		for i := range answers {
 			if !found[i] {
-				res[i] = Result{Err: m.err, Qty: reqs[i].Qty}
+				answers[i] = seckill.Answer{Code: m.code, Qty: buys[i].Qty}
 			}
 		}
 		if f.OnHit != nil {
-			f.OnHit(len(reqs))
+			f.OnHit(len(buys))
 		}
-		return res, nil
+		d := seckill.Decision{Answers: answers}
+		if m.code == seckill.CodeEnded {
+			d.Closed = seckill.CodeEnded
+		}
+		return d, nil
 	}
 
-	res, st, err := f.store.reserve(ctx, sale, reqs)
+	d, err := f.next.Reserve(ctx, sale, buys)
 	if err != nil {
-		return nil, err
+		return d, err
 	}
-	var e error
-	switch {
-	case st.closed == "ended":
-		e = ErrEnded
-	case st.closed == "" && st.available <= 0:
-		e = ErrSoldOut
+	if code := d.SoldOut(); code != "" {
+		f.mu.Lock()
+		// A stock change announced while the script ran may postdate what
+		// it saw: then the state is not trusted.
+		if f.gens[sale] == gen {
+			f.marks[sale] = mark{code: code, until: f.now().Add(f.recheck)}
+		}
+		f.mu.Unlock()
 	}
-	f.mu.Lock()
-	// A stock change announced while the script ran may postdate what it
-	// saw: then the state is not trusted.
-	if e != nil && f.gens[sale] == gen {
-		f.marks[sale] = mark{err: e, until: f.now().Add(f.recheck)}
-	}
-	f.mu.Unlock()
-	return res, nil
+	return d, nil
 }
 
 // forget drops a sale's mark, as a stock-changed message asks.
@@ -115,10 +120,10 @@ func (f *FastPath) forget(sale int64) {
 	f.mu.Unlock()
 }
 
-// Run listens for stock-changed messages until ctx ends, resubscribing
-// after a connection loss (marks expire meanwhile).
+// Run listens for stock changes until ctx ends (marks expire meanwhile
+// when the messages do not come through).
 func (f *FastPath) Run(ctx context.Context) {
-	Follow(ctx, f.store.rdb, f.store.keys.StockChanged(), func(context.Context) error {
+	f.stored.FollowChanges(ctx, func() {
 		// Anything may have changed while nobody listened.
 		f.mu.Lock()
 		for sale := range f.marks {
@@ -126,10 +131,16 @@ func (f *FastPath) Run(ctx context.Context) {
 			f.gens[sale]++
 		}
 		f.mu.Unlock()
-		return nil
-	}, func(payload string) {
+	}, f.forget)
+}
+
+// FollowChanges calls changed with the id of each sale whose stock or
+// status changes (announced by any process) until ctx ends; caughtUp runs
+// whenever the subscription is (re)made, for what was missed meanwhile.
+func (s *Store) FollowChanges(ctx context.Context, caughtUp func(), changed func(sale int64)) {
+	Follow(ctx, s.rdb, s.keys.StockChanged(), func(context.Context) error { caughtUp(); return nil }, func(payload string) {
 		if sale, err := strconv.ParseInt(payload, 10, 64); err == nil {
-			f.forget(sale)
+			changed(sale)
 		}
 	})
 }

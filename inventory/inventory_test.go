@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -23,35 +23,41 @@ type env struct {
 	next int64
 }
 
+// keep is how long a test sale's keys live after its end.
+const keep = 24 * time.Hour
+
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	cfg := servertest.Config(t)
 	rdb := servertest.Redis(t, cfg)
-	keys := inventory.NewKeys(cfg.RedisPrefix)
-	return &env{rdb: rdb, keys: keys, inv: inventory.New(rdb, keys)}
+	inv := inventory.New(rdb, inventory.Config{Prefix: cfg.RedisPrefix, Keep: keep})
+	return &env{rdb: rdb, keys: inv.Keys(), inv: inv}
 }
+
+// first is the keys of a sale's first part (its only one without buckets).
+func (e *env) first(sale int64) inventory.PartKeys { return e.keys.Of(inventory.First(sale)) }
 
 // mustSale warms a sale with the given stock, limit and window offsets
 // from now; status is active unless given.
-func (e *env) mustSale(t testing.TB, total, limit int64, start, end time.Duration, status ...string) int64 {
+func (e *env) mustSale(t testing.TB, total, limit int64, start, end time.Duration, status ...seckill.Status) int64 {
 	t.Helper()
 	e.next++
-	st := inventory.StatusActive
+	st := seckill.StatusActive
 	if len(status) > 0 {
 		st = status[0]
 	}
 	now := time.Now()
-	_, err := e.inv.Warm(context.Background(), inventory.Sale{
-		ID: e.next, Total: total, Limit: limit, PriceCents: 250,
-		Start: now.Add(start), End: now.Add(end), Status: st, ExpireAt: now.Add(end + 24*time.Hour),
-	}, false)
+	_, err := e.inv.Warm(context.Background(), seckill.Sale{
+		ID: e.next, Total: total, PerUserLimit: limit, PriceCents: 250, Buckets: 1,
+		StartsAt: now.Add(start), EndsAt: now.Add(end), Status: st,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e.next
 }
 
-func (e *env) stock(t testing.TB, sale int64) inventory.Stock {
+func (e *env) stock(t testing.TB, sale int64) seckill.Stock {
 	t.Helper()
 	st, err := e.inv.Stock(context.Background(), sale)
 	if err != nil {
@@ -60,16 +66,16 @@ func (e *env) stock(t testing.TB, sale int64) inventory.Stock {
 	return st
 }
 
-// outbox returns the order events in a sale's outbox stream.
-func (e *env) outbox(t testing.TB, sale int64) []orders.Event {
+// outbox returns the order events in a sale's outbox streams.
+func (e *env) outbox(t testing.TB, sale int64) []seckill.Event {
 	t.Helper()
-	entries, err := e.rdb.XRange(context.Background(), e.keys.Outbox(sale), "-", "+").Result()
+	entries, err := e.inv.Outbox(context.Background(), sale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []orders.Event
+	var evs []seckill.Event
 	for _, m := range entries {
-		part, err := inventory.ParseOutboxEntry(m.Values)
+		part, err := inventory.DecodeOutbox(m.Values)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,18 +84,21 @@ func (e *env) outbox(t testing.TB, sale int64) []orders.Event {
 	return evs
 }
 
-func req(user string, qty int64, rid string) inventory.Request {
-	return inventory.Request{UserID: user, Qty: qty, RequestID: rid, OrderID: "order-" + user + "-" + rid}
+func req(user string, qty int64, rid string) seckill.Buy {
+	return seckill.Buy{UserID: user, Qty: qty, RequestID: rid, OrderID: "order-" + user + "-" + rid}
 }
 
-func (e *env) reserve(t testing.TB, sale int64, reqs ...inventory.Request) []inventory.Result {
+func (e *env) reserve(t testing.TB, sale int64, reqs ...seckill.Buy) []seckill.Answer {
 	t.Helper()
-	res, err := e.inv.Reserve(context.Background(), sale, reqs)
+	d, err := e.inv.Reserve(context.Background(), sale, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return d.Answers
 }
+
+// ok is the code of an accepted buy.
+const ok = seckill.CodeOK
 
 func TestReserveBranches(t *testing.T) {
 	e := newEnv(t)
@@ -99,50 +108,54 @@ func TestReserveBranches(t *testing.T) {
 		// sale setup
 		total, limit int64
 		start, end   time.Duration
-		status       string
+		status       seckill.Status
 		noSale       bool
-		before       []inventory.Request // decided first
-		req          inventory.Request
-		wantErr      error
+		before       []seckill.Buy // decided first
+		req          seckill.Buy
+		want         seckill.Code // "": accepted
 		wantRemain   int64
 		wantSold     int64
 	}{
 		{name: "accepted", total: 10, limit: 2, start: -h, end: h, req: req("u1", 2, "r1"), wantRemain: 8, wantSold: 2},
-		{name: "sale not found", noSale: true, req: req("u1", 1, "r1"), wantErr: inventory.ErrSaleNotFound},
-		{name: "not started", total: 10, limit: 2, start: h, end: 2 * h, req: req("u1", 1, "r1"), wantErr: inventory.ErrNotStarted, wantRemain: 10},
-		{name: "ended by time", total: 10, limit: 2, start: -2 * h, end: -h, req: req("u1", 1, "r1"), wantErr: inventory.ErrEnded, wantRemain: 10},
-		{name: "ended by merchant", total: 10, limit: 2, start: -h, end: h, status: inventory.StatusEnded, req: req("u1", 1, "r1"), wantErr: inventory.ErrEnded, wantRemain: 10},
-		{name: "paused", total: 10, limit: 2, start: -h, end: h, status: inventory.StatusPaused, req: req("u1", 1, "r1"), wantErr: inventory.ErrPaused, wantRemain: 10},
-		{name: "qty above limit", total: 10, limit: 2, start: -h, end: h, req: req("u1", 3, "r1"), wantErr: inventory.ErrLimitExceeded, wantRemain: 10},
+		{name: "sale not found", noSale: true, req: req("u1", 1, "r1"), want: seckill.CodeSaleNotFound},
+		{name: "not started", total: 10, limit: 2, start: h, end: 2 * h, req: req("u1", 1, "r1"), want: seckill.CodeNotStarted, wantRemain: 10},
+		{name: "ended by time", total: 10, limit: 2, start: -2 * h, end: -h, req: req("u1", 1, "r1"), want: seckill.CodeEnded, wantRemain: 10},
+		{name: "ended by merchant", total: 10, limit: 2, start: -h, end: h, status: seckill.StatusEnded, req: req("u1", 1, "r1"), want: seckill.CodeEnded, wantRemain: 10},
+		{name: "paused", total: 10, limit: 2, start: -h, end: h, status: seckill.StatusPaused, req: req("u1", 1, "r1"), want: seckill.CodePaused, wantRemain: 10},
+		{name: "qty above limit", total: 10, limit: 2, start: -h, end: h, req: req("u1", 3, "r1"), want: seckill.CodeLimitExceeded, wantRemain: 10},
 		{name: "limit reached over requests", total: 10, limit: 2, start: -h, end: h,
-			before: []inventory.Request{req("u1", 1, "r0")}, req: req("u1", 2, "r1"), wantErr: inventory.ErrLimitExceeded, wantRemain: 9, wantSold: 1},
+			before: []seckill.Buy{req("u1", 1, "r0")}, req: req("u1", 2, "r1"), want: seckill.CodeLimitExceeded, wantRemain: 9, wantSold: 1},
 		{name: "other users not limited", total: 10, limit: 2, start: -h, end: h,
-			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), wantRemain: 6, wantSold: 4},
+			before: []seckill.Buy{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), wantRemain: 6, wantSold: 4},
 		{name: "sold out", total: 2, limit: 2, start: -h, end: h,
-			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 1, "r1"), wantErr: inventory.ErrSoldOut, wantRemain: 0, wantSold: 2},
+			before: []seckill.Buy{req("u1", 2, "r0")}, req: req("u2", 1, "r1"), want: seckill.CodeSoldOut, wantRemain: 0, wantSold: 2},
 		{name: "not enough for qty", total: 3, limit: 2, start: -h, end: h,
-			before: []inventory.Request{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), wantErr: inventory.ErrSoldOut, wantRemain: 1, wantSold: 2},
+			before: []seckill.Buy{req("u1", 2, "r0")}, req: req("u2", 2, "r1"), want: seckill.CodeSoldOut, wantRemain: 1, wantSold: 2},
 		{name: "last units exactly", total: 3, limit: 2, start: -h, end: h,
-			before: []inventory.Request{req("u1", 1, "r0")}, req: req("u2", 2, "r1"), wantRemain: 0, wantSold: 3},
+			before: []seckill.Buy{req("u1", 1, "r0")}, req: req("u2", 2, "r1"), wantRemain: 0, wantSold: 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sale := int64(1_000_000) + e.next
 			if !tc.noSale {
-				st := []string{}
+				st := []seckill.Status{}
 				if tc.status != "" {
 					st = append(st, tc.status)
 				}
 				sale = e.mustSale(t, tc.total, tc.limit, tc.start, tc.end, st...)
 			}
 			for _, b := range tc.before {
-				if r := e.reserve(t, sale, b)[0]; r.Err != nil {
-					t.Fatalf("setup request %v: %v", b, r.Err)
+				if r := e.reserve(t, sale, b)[0]; r.Code != ok {
+					t.Fatalf("setup request %v: %v", b, r.Code)
 				}
 			}
+			want := tc.want
+			if want == "" {
+				want = ok
+			}
 			r := e.reserve(t, sale, tc.req)[0]
-			if !errors.Is(r.Err, tc.wantErr) {
-				t.Fatalf("err = %v, want %v", r.Err, tc.wantErr)
+			if r.Code != want {
+				t.Fatalf("code = %v, want %v", r.Code, want)
 			}
 			if tc.noSale {
 				return
@@ -154,10 +167,10 @@ func TestReserveBranches(t *testing.T) {
 			if st.Available != tc.wantRemain || st.Sold != tc.wantSold || st.Available+st.Sold != st.Total {
 				t.Errorf("stock = %+v, want available %d sold %d", st, tc.wantRemain, tc.wantSold)
 			}
-			if tc.wantErr == nil && r.OrderID != tc.req.OrderID {
+			if want == ok && r.OrderID != tc.req.OrderID {
 				t.Errorf("order id = %q, want %q", r.OrderID, tc.req.OrderID)
 			}
-			if tc.wantErr != nil && r.OrderID != "" {
+			if want != ok && r.OrderID != "" {
 				t.Errorf("refusal carries order id %q", r.OrderID)
 			}
 		})
@@ -170,15 +183,15 @@ func TestReserveWritesOutboxEvent(t *testing.T) {
 	sale := e.mustSale(t, 10, 3, -time.Hour, time.Hour)
 	before := time.Now().Add(-time.Second).UnixMilli()
 	r := e.reserve(t, sale, req("alice", 3, "req-0001"))[0]
-	if r.Err != nil {
-		t.Fatal(r.Err)
+	if r.Code != ok {
+		t.Fatal(r.Code)
 	}
 	evs := e.outbox(t, sale)
 	if len(evs) != 1 {
 		t.Fatalf("outbox = %+v; want one event", evs)
 	}
 	ev := evs[0]
-	want := orders.Event{OrderID: r.OrderID, SaleID: sale, UserID: "alice", Qty: 3, PriceCents: 250, RequestID: "req-0001", At: ev.At}
+	want := seckill.Event{OrderID: r.OrderID, SaleID: sale, UserID: "alice", Qty: 3, PriceCents: 250, RequestID: "req-0001", At: ev.At}
 	if ev != want {
 		t.Errorf("event %+v, want %+v", ev, want)
 	}
@@ -194,7 +207,8 @@ func TestReserveWritesOutboxEvent(t *testing.T) {
 		t.Errorf("buyers = %v", buyers)
 	}
 	// Every key of a sale expires after it ends, so memory stays bounded.
-	for _, k := range []string{e.keys.Stock(sale), e.keys.Buyers(sale), e.keys.Reqs(sale), e.keys.Outbox(sale), e.keys.Orders(sale)} {
+	k := e.first(sale)
+	for _, k := range []string{k.Stock(), k.Buyers(), k.Reqs(), k.Outbox(), k.Orders()} {
 		if ttl := e.rdb.PTTL(ctx, k).Val(); ttl <= 0 {
 			t.Errorf("%s has no TTL (%v)", k, ttl)
 		}
@@ -207,11 +221,11 @@ func TestReserveIdempotent(t *testing.T) {
 	sale := e.mustSale(t, 5, 2, -time.Hour, time.Hour)
 
 	first := e.reserve(t, sale, req("u1", 1, "again-01"))[0]
-	retry := inventory.Request{UserID: "u1", Qty: 1, RequestID: "again-01", OrderID: "another-order-id"}
+	retry := seckill.Buy{UserID: "u1", Qty: 1, RequestID: "again-01", OrderID: "another-order-id"}
 	// The same request twice in one batch, and once more later.
 	batch := e.reserve(t, sale, retry, retry)
 	later := e.reserve(t, sale, retry)[0]
-	for i, r := range []inventory.Result{batch[0], batch[1], later} {
+	for i, r := range []seckill.Answer{batch[0], batch[1], later} {
 		if r != first {
 			t.Errorf("repeat %d = %+v, want %+v", i, r, first)
 		}
@@ -227,8 +241,8 @@ func TestReserveIdempotent(t *testing.T) {
 	// when the user's earlier units are released.
 	e.reserve(t, sale, req("u1", 1, "fill-001"))
 	refused := e.reserve(t, sale, req("u1", 1, "over-001"))[0]
-	if !errors.Is(refused.Err, inventory.ErrLimitExceeded) {
-		t.Fatalf("third unit: %v", refused.Err)
+	if refused.Code != seckill.CodeLimitExceeded {
+		t.Fatalf("third unit: %v", refused.Code)
 	}
 	if _, _, err := e.inv.Release(ctx, sale, first.OrderID, "u1", 1); err != nil {
 		t.Fatal(err)
@@ -236,8 +250,8 @@ func TestReserveIdempotent(t *testing.T) {
 	if again := e.reserve(t, sale, req("u1", 1, "over-001"))[0]; again != refused {
 		t.Errorf("retry of refusal = %+v, want %+v", again, refused)
 	}
-	if fresh := e.reserve(t, sale, req("u1", 1, "fresh-01"))[0]; fresh.Err != nil {
-		t.Errorf("fresh request after release: %v", fresh.Err)
+	if fresh := e.reserve(t, sale, req("u1", 1, "fresh-01"))[0]; fresh.Code != ok {
+		t.Errorf("fresh request after release: %v", fresh.Code)
 	}
 }
 
@@ -246,14 +260,14 @@ func TestReserveAcceptedSurvivesEnd(t *testing.T) {
 	ctx := context.Background()
 	sale := e.mustSale(t, 5, 2, -time.Hour, time.Hour)
 	first := e.reserve(t, sale, req("u1", 1, "before-end"))[0]
-	if _, err := e.inv.SetStatus(ctx, sale, "end"); err != nil {
+	if _, err := e.inv.SetStatus(ctx, sale, seckill.ActionEnd); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.reserve(t, sale, req("u1", 1, "before-end"))[0]; r != first {
 		t.Errorf("retry after end = %+v, want the original %+v", r, first)
 	}
-	if r := e.reserve(t, sale, req("u1", 1, "after-end"))[0]; !errors.Is(r.Err, inventory.ErrEnded) {
-		t.Errorf("new request after end: %v, want ErrEnded", r.Err)
+	if r := e.reserve(t, sale, req("u1", 1, "after-end"))[0]; r.Code != seckill.CodeEnded {
+		t.Errorf("new request after end: %v, want ended", r.Code)
 	}
 }
 
@@ -262,17 +276,17 @@ func TestWindowRefusalsAreNotRemembered(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	sale := e.mustSale(t, 5, 2, time.Hour, 2*time.Hour)
-	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; !errors.Is(r.Err, inventory.ErrNotStarted) {
-		t.Fatalf("early: %v", r.Err)
+	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; r.Code != seckill.CodeNotStarted {
+		t.Fatalf("early: %v", r.Code)
 	}
 	// The merchant moves the start into the past: the same request id buys.
-	_, err := e.inv.Warm(ctx, inventory.Sale{ID: sale, Total: 5, Limit: 2, PriceCents: 250,
-		Start: now.Add(-time.Minute), End: now.Add(time.Hour), Status: inventory.StatusActive}, false)
+	_, err := e.inv.Warm(ctx, seckill.Sale{ID: sale, Total: 5, PerUserLimit: 2, PriceCents: 250,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Status: seckill.StatusActive})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; r.Err != nil {
-		t.Errorf("after start: %v", r.Err)
+	if r := e.reserve(t, sale, req("u1", 1, "early-01"))[0]; r.Code != ok {
+		t.Errorf("after start: %v", r.Code)
 	}
 }
 
@@ -287,12 +301,12 @@ func TestReserveBatchMixed(t *testing.T) {
 		req("c", 1, "batch-05"), // sold out
 	)
 	want := []struct {
-		err    error
+		code   seckill.Code
 		remain int64
-	}{{nil, 1}, {inventory.ErrLimitExceeded, 1}, {inventory.ErrSoldOut, 1}, {nil, 0}, {inventory.ErrSoldOut, 0}}
+	}{{ok, 1}, {seckill.CodeLimitExceeded, 1}, {seckill.CodeSoldOut, 1}, {ok, 0}, {seckill.CodeSoldOut, 0}}
 	for i, w := range want {
-		if !errors.Is(res[i].Err, w.err) || res[i].Remaining != w.remain {
-			t.Errorf("request %d = %+v, want err %v remaining %d", i, res[i], w.err, w.remain)
+		if res[i].Code != w.code || res[i].Remaining != w.remain {
+			t.Errorf("request %d = %+v, want %v remaining %d", i, res[i], w.code, w.remain)
 		}
 	}
 }
@@ -311,10 +325,10 @@ func TestReserveBatchRepeats(t *testing.T) {
 		req("b", 2, "rep-0004"), // ok, 6 left
 		req("a", 1, "rep-0003"), // the same refusal
 	)
-	if res[0].Err != nil || res[1] != res[0] || res[2].Err != nil || res[2].OrderID == res[0].OrderID {
+	if res[0].Code != ok || res[1] != res[0] || res[2].Code != ok || res[2].OrderID == res[0].OrderID {
 		t.Errorf("repeats: %+v", res[:3])
 	}
-	if !errors.Is(res[3].Err, inventory.ErrLimitExceeded) || res[5] != res[3] || res[4].Err != nil || res[4].Remaining != 6 {
+	if res[3].Code != seckill.CodeLimitExceeded || res[5] != res[3] || res[4].Code != ok || res[4].Remaining != 6 {
 		t.Errorf("limit and repeat: %+v", res[3:])
 	}
 	buyers, err := e.inv.Buyers(context.Background(), sale)
@@ -325,7 +339,7 @@ func TestReserveBatchRepeats(t *testing.T) {
 		t.Errorf("stock %+v", st)
 	}
 	// One entry for the call, holding the three orders it accepted.
-	if n := e.rdb.XLen(context.Background(), e.keys.Outbox(sale)).Val(); n != 1 {
+	if n := e.rdb.XLen(context.Background(), e.first(sale).Outbox()).Val(); n != 1 {
 		t.Errorf("outbox holds %d entries, want 1", n)
 	}
 	evs := e.outbox(t, sale)
@@ -339,13 +353,13 @@ func TestReserveBatchRepeats(t *testing.T) {
 func TestReserveLargeBatch(t *testing.T) {
 	e := newEnv(t)
 	sale := e.mustSale(t, 1200, 1, -time.Hour, time.Hour)
-	reqs := make([]inventory.Request, 1500)
+	reqs := make([]seckill.Buy, 1500)
 	for i := range reqs {
 		reqs[i] = req(fmt.Sprintf("user-%04d", i), 1, fmt.Sprintf("large-%04d", i))
 	}
 	res := e.reserve(t, sale, reqs...)
 	for i, r := range res {
-		if want := i < 1200; (r.Err == nil) != want || (!want && !errors.Is(r.Err, inventory.ErrSoldOut)) {
+		if want := i < 1200; (r.Code == ok) != want || (!want && r.Code != seckill.CodeSoldOut) {
 			t.Fatalf("request %d: %+v", i, r)
 		}
 	}
@@ -372,22 +386,25 @@ func TestWarm(t *testing.T) {
 
 	// Warming a running sale updates its settings and keeps its counters.
 	now := time.Now()
-	upd := inventory.Sale{ID: sale, Total: 10, Limit: 7, PriceCents: 999, Start: now.Add(-time.Hour),
-		End: now.Add(2 * time.Hour), Status: inventory.StatusPaused, ExpireAt: now.Add(3 * time.Hour)}
-	if avail, err := e.inv.Warm(ctx, upd, false); err != nil || avail != 6 {
+	upd := seckill.Sale{ID: sale, Total: 10, PerUserLimit: 7, PriceCents: 999, StartsAt: now.Add(-time.Hour),
+		EndsAt: now.Add(2 * time.Hour), Status: seckill.StatusPaused, Buckets: 1}
+	if avail, err := e.inv.Warm(ctx, upd); err != nil || avail != 6 {
 		t.Fatalf("warm = %d, %v; want 6", avail, err)
 	}
 	st := e.stock(t, sale)
-	if st.Available != 6 || st.Sold != 4 || st.Limit != 7 || st.PriceCents != 999 || st.Status != inventory.StatusPaused {
+	if st.Available != 6 || st.Sold != 4 || st.Limit != 7 || st.PriceCents != 999 || st.Status != seckill.StatusPaused {
 		t.Errorf("after update: %+v", st)
 	}
-	// A reset rebuilds the counters from the ledger's figures.
-	upd.Sold = 3
-	if avail, err := e.inv.Warm(ctx, upd, true); err != nil || avail != 7 {
-		t.Fatalf("reset warm = %d, %v; want 7", avail, err)
+	// A rebuild sets the counters from the ledger's figures: its orders.
+	order := seckill.Event{OrderID: "ledger-order", SaleID: sale, UserID: "u", Qty: 3, RequestID: "ledger-req", PriceCents: 999, At: now.UnixMilli()}
+	if err := e.inv.Rebuild(ctx, upd, 3, []seckill.Event{order}, nil); err != nil {
+		t.Fatal(err)
 	}
-	if ttl := e.rdb.PTTL(ctx, e.keys.Stock(sale)).Val(); ttl < 2*time.Hour || ttl > 3*time.Hour {
-		t.Errorf("stock TTL = %v, want about 3h", ttl)
+	if st := e.stock(t, sale); st.Available != 7 || st.Sold != 3 || st.Total != 10 {
+		t.Errorf("after a rebuild: %+v", st)
+	}
+	if ttl := e.rdb.PTTL(ctx, e.first(sale).Stock()).Val(); ttl < 2*time.Hour+keep-time.Minute || ttl > 2*time.Hour+keep {
+		t.Errorf("stock TTL = %v, want about the end + %s", ttl, keep)
 	}
 }
 
@@ -396,13 +413,13 @@ func TestRestockAndRelease(t *testing.T) {
 	ctx := context.Background()
 	sale := e.mustSale(t, 2, 2, -time.Hour, time.Hour)
 	r := e.reserve(t, sale, req("u", 2, "rel-0001"))[0]
-	if r.Err != nil {
-		t.Fatal(r.Err)
+	if r.Code != ok {
+		t.Fatal(r.Code)
 	}
 	if avail, err := e.inv.Restock(ctx, sale, 5); err != nil || avail != 5 {
 		t.Fatalf("restock = %d, %v; want 5", avail, err)
 	}
-	if _, err := e.inv.Restock(ctx, 999_999, 5); !errors.Is(err, inventory.ErrSaleNotFound) {
+	if _, err := e.inv.Restock(ctx, 999_999, 5); !errors.Is(err, seckill.ErrSaleNotFound) {
 		t.Errorf("restock of unknown sale: %v", err)
 	}
 
@@ -412,8 +429,8 @@ func TestRestockAndRelease(t *testing.T) {
 	}
 	// Exactly once: a second release changes nothing.
 	avail, released, err = e.inv.Release(ctx, sale, r.OrderID, "u", 2)
-	if err != nil || released || avail != 0 {
-		t.Fatalf("second release = %d, %v, %v; want nothing released", avail, released, err)
+	if err != nil || released || avail != 7 {
+		t.Fatalf("second release = %d, %v, %v; want nothing released, 7 available", avail, released, err)
 	}
 	st := e.stock(t, sale)
 	if st.Total != 7 || st.Available != 7 || st.Sold != 0 {
@@ -422,7 +439,7 @@ func TestRestockAndRelease(t *testing.T) {
 	if b, _ := e.inv.Buyers(ctx, sale); len(b) != 0 {
 		t.Errorf("buyers after release = %v, want none", b)
 	}
-	if _, _, err := e.inv.Release(ctx, 999_999, "x", "u", 1); !errors.Is(err, inventory.ErrSaleNotFound) {
+	if _, _, err := e.inv.Release(ctx, 999_999, "x", "u", 1); !errors.Is(err, seckill.ErrSaleNotFound) {
 		t.Errorf("release in unknown sale: %v", err)
 	}
 }
@@ -432,14 +449,15 @@ func TestSetStatus(t *testing.T) {
 	ctx := context.Background()
 	sale := e.mustSale(t, 2, 1, -time.Hour, time.Hour)
 	steps := []struct {
-		action, want string
-		err          error
+		action seckill.Action
+		want   seckill.Status
+		err    error
 	}{
-		{"pause", inventory.StatusPaused, nil},
-		{"resume", inventory.StatusActive, nil},
-		{"end", inventory.StatusEnded, nil},
-		{"resume", "", inventory.ErrEnded},
-		{"pause", "", inventory.ErrEnded},
+		{seckill.ActionPause, seckill.StatusPaused, nil},
+		{seckill.ActionResume, seckill.StatusActive, nil},
+		{seckill.ActionEnd, seckill.StatusEnded, nil},
+		{seckill.ActionResume, "", seckill.ErrEnded},
+		{seckill.ActionPause, "", seckill.ErrEnded},
 	}
 	for _, s := range steps {
 		got, err := e.inv.SetStatus(ctx, sale, s.action)
@@ -447,32 +465,8 @@ func TestSetStatus(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q, %v", s.action, got, err, s.want, s.err)
 		}
 	}
-	if _, err := e.inv.SetStatus(ctx, 999_999, "pause"); !errors.Is(err, inventory.ErrSaleNotFound) {
+	if _, err := e.inv.SetStatus(ctx, 999_999, seckill.ActionPause); !errors.Is(err, seckill.ErrSaleNotFound) {
 		t.Errorf("pause unknown sale: %v", err)
-	}
-}
-
-func TestStatusAt(t *testing.T) {
-	now := time.Now()
-	base := inventory.Stock{Available: 3, Start: now.Add(-time.Minute), End: now.Add(time.Minute), Status: inventory.StatusActive}
-	tests := []struct {
-		name string
-		mod  func(*inventory.Stock)
-		want string
-	}{
-		{"active", func(*inventory.Stock) {}, "active"},
-		{"scheduled", func(s *inventory.Stock) { s.Start = now.Add(time.Second) }, "scheduled"},
-		{"sold out", func(s *inventory.Stock) { s.Available = 0 }, "sold_out"},
-		{"paused", func(s *inventory.Stock) { s.Status = inventory.StatusPaused }, "paused"},
-		{"ended by time", func(s *inventory.Stock) { s.End = now }, "ended"},
-		{"ended by merchant", func(s *inventory.Stock) { s.Status = inventory.StatusEnded }, "ended"},
-	}
-	for _, tc := range tests {
-		st := base
-		tc.mod(&st)
-		if got := st.StatusAt(now); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
 
@@ -504,13 +498,13 @@ func TestScriptFlushMidRun(t *testing.T) {
 	for u := range buyers {
 		wg.Go(func() {
 			for i := range each {
-				res, err := e.inv.Reserve(ctx, sale, []inventory.Request{req(fmt.Sprint("u", u), 1, fmt.Sprintf("flush-%04d", i))})
+				d, err := e.inv.Reserve(ctx, sale, []seckill.Buy{req(fmt.Sprint("u", u), 1, fmt.Sprintf("flush-%04d", i))})
 				if err != nil {
 					t.Errorf("reserve during SCRIPT FLUSH: %v", err)
 					return
 				}
-				if res[0].Err != nil {
-					t.Errorf("reserve refused: %v", res[0].Err)
+				if d.Answers[0].Code != ok {
+					t.Errorf("reserve refused: %v", d.Answers[0].Code)
 				}
 			}
 		})
@@ -532,14 +526,14 @@ func BenchmarkReserve(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			e := newEnv(b)
 			ctx := context.Background()
-			sale := e.mustSale(b, orders.MaxTotal, orders.MaxTotal, -time.Hour, time.Hour)
-			reqs := make([]inventory.Request, batch)
+			sale := e.mustSale(b, seckill.MaxTotal, seckill.MaxTotal, -time.Hour, time.Hour)
+			reqs := make([]seckill.Buy, batch)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += batch {
 				n := min(batch, b.N-i)
 				for j := range n {
 					id := fmt.Sprintf("bench-%010d", i+j)
-					reqs[j] = inventory.Request{UserID: id, Qty: 1, RequestID: id, OrderID: id}
+					reqs[j] = seckill.Buy{UserID: id, Qty: 1, RequestID: id, OrderID: id}
 				}
 				if _, err := e.inv.Reserve(ctx, sale, reqs[:n]); err != nil {
 					b.Fatal(err)

@@ -10,7 +10,13 @@ import "strconv"
 // part has its own keys, all carrying the part's hash tag, so a script
 // touching them stays in one Redis Cluster slot: the sale id for the first
 // part ({7}), the sale id and a suffix for the others ({7.4}), chosen so
-// that the buckets land on different masters.
+// that the buckets land on different masters. A sale's stock is only ever
+// named through its parts (Store.Parts lists them): there is no key of
+// "the sale's stock" besides the first part's.
+//
+// A few records belong to the sale as a whole, whatever its parts (buy
+// outcomes, capped users, proof-of-work challenges, chore turns); they
+// carry the sale id as their tag.
 type Keys struct {
 	prefix string
 }
@@ -25,7 +31,7 @@ type Part struct {
 }
 
 // First is a sale's first part, the only one of a sale without buckets;
-// its stock hash also holds the sale's list of parts.
+// its stock hash also holds the tags of the others.
 func First(sale int64) Part { return Part{Sale: sale, Tag: strconv.FormatInt(sale, 10)} }
 
 // Of returns the keys of one part.
@@ -35,7 +41,8 @@ func (k Keys) Of(p Part) PartKeys { return PartKeys{base: k.prefix + ":{" + p.Ta
 type PartKeys struct{ base string }
 
 // Stock is the part's stock hash: total, available, sold, limit, start,
-// end, status, price, expire_at, buckets (and, in the first part, tags).
+// end, status, price, expire_at, buckets, ticket, pow (and, in the first
+// part, tags).
 func (p PartKeys) Stock() string { return p.base + "stock" }
 
 // Buyers maps user id to the units that user holds in the part.
@@ -47,8 +54,7 @@ func (p PartKeys) Reqs() string { return p.base + "reqs" }
 // Outbox is the stream of accepted order events, drained by the relay.
 func (p PartKeys) Outbox() string { return p.base + "outbox" }
 
-// Orders maps order id to "user_id|qty|request_id|ts|price" for accepted
-// orders.
+// Orders maps order id to the record of an accepted order (codec.go).
 func (p PartKeys) Orders() string { return p.base + "orders" }
 
 // Released is the set of order ids whose units went back on sale.
@@ -70,55 +76,24 @@ func (p PartKeys) All() []string {
 	return []string{p.Stock(), p.Buyers(), p.Reqs(), p.Outbox(), p.Orders(), p.Released(), p.Moves(), p.Arrived(), p.Fence()}
 }
 
-// Stock is the first part's stock hash of a sale (the whole stock of a
-// sale without buckets).
-func (k Keys) Stock(sale int64) string { return k.Of(First(sale)).Stock() }
+// sale is the start of the keys a sale has as a whole.
+func (k Keys) sale(sale int64) string { return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:" }
 
-// Buyers is the first part's buyers hash of a sale.
-func (k Keys) Buyers(sale int64) string { return k.Of(First(sale)).Buyers() }
-
-// Reqs is the first part's request answers of a sale.
-func (k Keys) Reqs(sale int64) string { return k.Of(First(sale)).Reqs() }
-
-// Outbox is the first part's outbox stream of a sale.
-func (k Keys) Outbox(sale int64) string { return k.Of(First(sale)).Outbox() }
-
-// Orders is the first part's accepted orders of a sale.
-func (k Keys) Orders(sale int64) string { return k.Of(First(sale)).Orders() }
-
-// Outcomes counts buy outcomes by code, for the merchant's dashboard (one
-// per sale, whatever its parts).
-func (k Keys) Outcomes(sale int64) string {
-	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:outcomes"
-}
+// Outcomes counts buy outcomes by code, for the merchant's dashboard.
+func (k Keys) Outcomes(sale int64) string { return k.sale(sale) + "outcomes" }
 
 // Capped ranks the users first refused for their cap in a sale, by time.
-func (k Keys) Capped(sale int64) string {
-	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:capped"
-}
+func (k Keys) Capped(sale int64) string { return k.sale(sale) + "capped" }
 
 // Challenge holds a user's proof-of-work challenge for a sale until it is
 // used or expires.
-func (k Keys) Challenge(sale int64, user string) string {
-	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:challenge:" + user
-}
+func (k Keys) Challenge(sale int64, user string) string { return k.sale(sale) + "challenge:" + user }
 
 // Turn is held (with an expiry) by the process whose turn it is to do a
 // periodic chore for a sale, such as reconciling it.
-func (k Keys) Turn(chore string, sale int64) string {
-	return k.prefix + ":{" + strconv.FormatInt(sale, 10) + "}:turn:" + chore
-}
+func (k Keys) Turn(chore string, sale int64) string { return k.sale(sale) + "turn:" + chore }
 
-// StockChanged is the pub/sub channel on which stock returning to a sale
-// (restock, release) is announced to every server process.
+// StockChanged is the pub/sub channel on which a change to a sale's stock
+// or status (restock, release, status change, warm-up) is announced to
+// every server process.
 func (k Keys) StockChanged() string { return k.prefix + ":stock-changed" }
-
-// SignOuts maps each user who signed out to when (unix seconds, as the
-// score of a sorted set): tokens issued before are refused.
-func (k Keys) SignOuts() string { return k.prefix + ":signouts" }
-
-// SignedOut is the pub/sub channel announcing a sign-out, "user|epoch".
-func (k Keys) SignedOut() string { return k.prefix + ":signed-out" }
-
-// AdminSession is an admin login session.
-func (k Keys) AdminSession(token string) string { return k.prefix + ":admin:session:" + token }

@@ -4,44 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/configs"
 )
 
-// Open connects to Redis in the topology the configuration names, and
-// checks that it answers. This is the one place that knows the topology:
-// several addresses in redis_addr are a Redis Cluster, redis_sentinels
-// with redis_master a Sentinel set, one address a single server. The rest
-// of Seckill sees a redis.UniversalClient, and visits every master through
-// EachMaster.
-func Open(ctx context.Context, cfg configs.Config) (redis.UniversalClient, error) {
-	addrs := configs.SplitList(cfg.RedisAddr)
+// Options say where Redis is and how to talk to it.
+type Options struct {
+	// Addrs are one server's address, or several seed nodes of a cluster.
+	Addrs []string
+	// Sentinels and Master name a Sentinel set and the master it watches
+	// (then Addrs is not used).
+	Sentinels []string
+	Master    string
+	DB        int
+	Password  string
+	PoolSize  int
+}
+
+// Open connects to Redis in the topology the options name, and checks
+// that it answers. This is the one place that knows the topology: several
+// addresses are a Redis Cluster, sentinels with a master a Sentinel set,
+// one address a single server. The rest of Seckill sees a
+// redis.UniversalClient, and visits every master through EachMaster.
+func Open(ctx context.Context, o Options) (redis.UniversalClient, error) {
 	var rdb redis.UniversalClient
 	var where string
 	switch {
-	case cfg.RedisSentinels != "":
+	case len(o.Sentinels) > 0:
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: cfg.RedisMaster, SentinelAddrs: configs.SplitList(cfg.RedisSentinels),
-			DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: cfg.RedisPoolSize,
+			MasterName: o.Master, SentinelAddrs: o.Sentinels, DB: o.DB, Password: o.Password, PoolSize: o.PoolSize,
 		})
-		where = fmt.Sprintf("master %q of the sentinels at %s (SECKILL_REDIS_SENTINELS)", cfg.RedisMaster, cfg.RedisSentinels)
-	case len(addrs) > 1:
+		where = fmt.Sprintf("master %q of the sentinels at %s", o.Master, strings.Join(o.Sentinels, ","))
+	case len(o.Addrs) > 1:
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: addrs, Password: cfg.RedisPassword, PoolSize: cfg.RedisPoolSize,
+			Addrs: o.Addrs, Password: o.Password, PoolSize: o.PoolSize,
 			// The slot map is otherwise refreshed only on MOVED/ASK or every
 			// minute: calls to a dead master would stall that long.
 			ClusterStateReloadInterval: time.Second,
 		})
-		where = fmt.Sprintf("the cluster at %s (SECKILL_REDIS_ADDR)", cfg.RedisAddr)
+		where = "the cluster at " + strings.Join(o.Addrs, ",")
+	case len(o.Addrs) == 1:
+		rdb = redis.NewClient(&redis.Options{Addr: o.Addrs[0], DB: o.DB, Password: o.Password, PoolSize: o.PoolSize})
+		where = o.Addrs[0]
 	default:
-		rdb = redis.NewClient(&redis.Options{
-			Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: cfg.RedisPoolSize,
-		})
-		where = fmt.Sprintf("%s (SECKILL_REDIS_ADDR)", cfg.RedisAddr)
+		return nil, errors.New("inventory: no Redis address")
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -113,4 +124,26 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
+}
+
+// Redirected reports whether a Redis error says the command went to a node
+// that does not serve its slot now (a failover or resharding in progress):
+// nothing ran, and the command can go again once the client knows better.
+func Redirected(err error) bool {
+	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "LOADING", "MASTERDOWN"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// transient reports whether a Redis error may pass if the command is sent
+// again: Redis is unreachable or going away, a connection broke, the pool
+// or a deadline ran out, or a failover is in progress.
+func transient(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || Redirected(err) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
 }

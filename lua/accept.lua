@@ -6,14 +6,17 @@
 -- KEYS[2] arrived set of the destination bucket   move ids received
 -- ARGV[1] move id   ARGV[2] units
 --
--- Returns the available units after, -1 if the bucket is gone (its sale
--- expired: nothing to deliver to), -2 if this move had arrived before.
+-- Returns "code|available|arrived": the available units after, and 1 if
+-- this call delivered the units, 0 if the move had arrived before. Codes:
+--   ok              the move's units are in this bucket (now or before)
+--   sale_not_found  the bucket is gone (its sale expired: nothing to
+--                   deliver to)
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return -1
+  return 'sale_not_found||0'
 end
 if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
-  return -2
+  return 'ok|' .. redis.call('HGET', KEYS[1], 'available') .. '|0'
 end
 local exp = tonumber(redis.call('HGET', KEYS[1], 'expire_at') or '0')
 if exp > 0 then
@@ -21,4 +24,4 @@ if exp > 0 then
 end
 local n = tonumber(ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'total', n)
-return redis.call('HINCRBY', KEYS[1], 'available', n)
+return 'ok|' .. string.format('%d', redis.call('HINCRBY', KEYS[1], 'available', n)) .. '|1'

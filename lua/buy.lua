@@ -32,7 +32,9 @@
 --   sold_out        not enough stock for this qty (remembered for the request id)
 --   bucket_empty    in soft mode, not enough stock in this bucket (not remembered)
 --   limit_exceeded  the user would go over the per-user limit (remembered)
---   not_started, ended, paused  the sale is outside its window or paused
+--   not_started     the sale's window has not opened
+--   ended           the sale's window has closed, or the merchant ended it
+--   paused          the merchant paused the sale
 --   sale_not_found  no stock hash for this sale
 -- A request id seen before returns its stored answer unchanged.
 --

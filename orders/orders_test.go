@@ -4,106 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
 )
 
-func TestOrderIDs(t *testing.T) {
-	seen := map[string]bool{}
-	prev := ""
-	for range 1000 {
-		id := orders.NewID(42)
-		if seen[id] || id <= prev {
-			t.Fatalf("id %q repeated or not increasing after %q", id, prev)
-		}
-		seen[id], prev = true, id
-		if got := orders.SaleOf(id); got != 42 {
-			t.Fatalf("SaleOf(%q) = %d", id, got)
-		}
-	}
-	for _, bad := range []string{"", "42", "-42", "01ARZ3NDEKTSV4RRFFQ69G5FAV-", "01ARZ3NDEKTSV4RRFFQ69G5FAV-0",
-		"01ARZ3NDEKTSV4RRFFQ69G5FAV-x", "01ARZ3NDEKTSV4RRFFQ69G5FAV-007", "short-7", "../etc/passwd"} {
-		if got := orders.SaleOf(bad); got != 0 {
-			t.Errorf("SaleOf(%q) = %d, want 0", bad, got)
-		}
-	}
-}
-
-func TestValidRequestID(t *testing.T) {
-	for id, ok := range map[string]bool{
-		"abcdefgh": true, "A-b_C-9-": true, strings.Repeat("x", 64): true,
-		"abcdefg": false, strings.Repeat("x", 65): false, "abcdefgh\n": false, "abcdefgh\x00": false, "abc defg": false, "abcd|efg": false, "abcdéfgh": false,
-	} {
-		if orders.ValidRequestID(id) != ok {
-			t.Errorf("ValidRequestID(%q) = %v", id, !ok)
-		}
-	}
-}
-
-func TestSaleValidate(t *testing.T) {
-	now := time.Now()
-	good := orders.Sale{Name: "n", Item: "i", PriceCents: 0, Total: 10, PerUserLimit: 10, StartsAt: now, EndsAt: now.Add(time.Minute), Buckets: 1}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		field string
-		mod   func(*orders.Sale)
-	}{
-		{"name", func(s *orders.Sale) { s.Name = " " }},
-		{"item", func(s *orders.Sale) { s.Item = strings.Repeat("é", 201) }},
-		{"price_cents", func(s *orders.Sale) { s.PriceCents = -1 }},
-		{"total", func(s *orders.Sale) { s.Total = orders.MaxTotal + 1 }},
-		{"per_user_limit", func(s *orders.Sale) { s.PerUserLimit = 11 }},
-		{"buckets", func(s *orders.Sale) { s.Buckets = 65 }},
-		{"ends_at", func(s *orders.Sale) { s.EndsAt = s.StartsAt }},
-	}
-	for _, tc := range tests {
-		s := good
-		tc.mod(&s)
-		var ve *orders.ValidationError
-		if err := s.Validate(); !errors.As(err, &ve) || ve.Fields[0].Field != tc.field {
-			t.Errorf("%s: %v", tc.field, err)
-		}
-	}
-}
-
-func TestEventValidate(t *testing.T) {
-	good := orders.Event{OrderID: orders.NewID(3), SaleID: 3, UserID: "u1", Qty: 2, PriceCents: 5, RequestID: "request-1", At: 1}
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for name, mod := range map[string]func(*orders.Event){
-		"other sale":  func(e *orders.Event) { e.SaleID = 4 },
-		"bad user":    func(e *orders.Event) { e.UserID = "a|b" },
-		"bad request": func(e *orders.Event) { e.RequestID = "x" },
-		"zero qty":    func(e *orders.Event) { e.Qty = 0 },
-		"no time":     func(e *orders.Event) { e.At = 0 },
-	} {
-		e := good
-		mod(&e)
-		if e.Validate() == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	o := good.Order(time.Minute, time.Now())
-	if o.AmountCents != 10 || o.Status != orders.StatusPending || o.ExpiresAt.Sub(o.CreatedAt) != time.Minute {
-		t.Errorf("order from event: %+v", o)
-	}
-}
-
 // ledgerSale creates a sale row directly in the ledger.
-func ledgerSale(t *testing.T, st *orders.Store) orders.Sale {
+func ledgerSale(t *testing.T, st *orders.Store) seckill.Sale {
 	t.Helper()
 	now := time.Now()
-	sl, err := st.CreateSale(context.Background(), orders.Sale{Name: "n", Item: "i", PriceCents: 100, Total: 50,
-		PerUserLimit: 5, StartsAt: now, EndsAt: now.Add(time.Hour)}, now)
+	sl, err := st.CreateSale(context.Background(), seckill.Sale{Name: "n", Item: "i", PriceCents: 100, Total: 50,
+		PerUserLimit: 5, StartsAt: now, EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}, now, noLoad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +35,9 @@ func testInsertOrdersIsIdempotent(t *testing.T, db *sqlx.DB) {
 	ledger := orders.NewStore(db)
 	ctx := context.Background()
 	sl := ledgerSale(t, ledger)
-	var os []orders.Order
+	var os []seckill.Order
 	for i := range 5 {
-		e := orders.Event{OrderID: orders.NewID(sl.ID), SaleID: sl.ID, UserID: "u", Qty: int64(i + 1), PriceCents: 100,
+		e := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "u", Qty: int64(i + 1), PriceCents: 100,
 			RequestID: "request-" + string(rune('a'+i)), At: time.Now().UnixMilli()}
 		os = append(os, e.Order(time.Minute, time.Now()))
 	}
@@ -139,11 +56,11 @@ func testInsertOrdersIsIdempotent(t *testing.T, db *sqlx.DB) {
 		})
 	}
 	wg.Wait()
-	led, err := ledger.Ledger(ctx, sl.ID)
+	led, err := ledger.Totals(ctx, sl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if led.Orders[orders.StatusPending] != 5 || led.Sold() != 15 || led.Movements[orders.ReasonSale] != -15 || led.Available() != 35 {
+	if led.Orders[seckill.OrderPending] != 5 || led.Sold() != 15 || led.Movements[seckill.ReasonSale] != -15 || led.Available() != 35 {
 		t.Errorf("after eleven inserts of the same batch: %+v", led)
 	}
 	got, err := ledger.Order(ctx, os[2].ID)
@@ -158,9 +75,9 @@ func testInsertOrdersIsIdempotent(t *testing.T, db *sqlx.DB) {
 	}
 	// A row the ledger refuses for good (an unknown sale) is told apart from
 	// a passing fault.
-	bad := orders.Event{OrderID: orders.NewID(999999), SaleID: 999999, UserID: "u", Qty: 1, PriceCents: 1,
+	bad := seckill.Event{OrderID: seckill.NewOrderID(999999), SaleID: 999999, UserID: "u", Qty: 1, PriceCents: 1,
 		RequestID: "unknown-sale", At: time.Now().UnixMilli()}
-	err = ledger.InsertOrders(ctx, []orders.Order{bad.Order(time.Minute, time.Now())})
+	err = ledger.InsertOrders(ctx, []seckill.Order{bad.Order(time.Minute, time.Now())})
 	if !orders.Refused(err) || orders.Transient(err) {
 		t.Errorf("an order of an unknown sale: %v (refused %v, transient %v)", err, orders.Refused(err), orders.Transient(err))
 	}
@@ -177,9 +94,9 @@ func testPayCancelCompareAndSet(t *testing.T, db *sqlx.DB) {
 	ctx := context.Background()
 	sl := ledgerSale(t, ledger)
 	now := time.Now()
-	var os []orders.Order
+	var os []seckill.Order
 	for i := range 40 {
-		e := orders.Event{OrderID: orders.NewID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 100,
+		e := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 100,
 			RequestID: "race-request-" + string(rune('A'+i)), At: now.UnixMilli()}
 		os = append(os, e.Order(time.Hour, now))
 	}
@@ -197,32 +114,32 @@ func testPayCancelCompareAndSet(t *testing.T, db *sqlx.DB) {
 			t.Fatal(err)
 		}
 		switch final.Status {
-		case orders.StatusPaid:
-			if payErr != nil || !errors.Is(cancelErr, orders.ErrPaid) {
+		case seckill.OrderPaid:
+			if payErr != nil || !errors.Is(cancelErr, seckill.ErrOrderPaid) {
 				t.Errorf("%s paid; pay %v, cancel %v", o.ID, payErr, cancelErr)
 			}
-		case orders.StatusCancelled:
-			if cancelErr != nil || !errors.Is(payErr, orders.ErrCancelled) {
+		case seckill.OrderCancelled:
+			if cancelErr != nil || !errors.Is(payErr, seckill.ErrOrderCancelled) {
 				t.Errorf("%s cancelled; pay %v, cancel %v", o.ID, payErr, cancelErr)
 			}
 		default:
 			t.Errorf("%s ended %s", o.ID, final.Status)
 		}
 	}
-	led, _ := ledger.Ledger(ctx, sl.ID)
-	if led.Movements[orders.ReasonCancel] != led.Units[orders.StatusCancelled] {
-		t.Errorf("cancel movements %d for %d cancelled units", led.Movements[orders.ReasonCancel], led.Units[orders.StatusCancelled])
+	led, _ := ledger.Totals(ctx, sl.ID)
+	if led.Movements[seckill.ReasonCancel] != led.Units[seckill.OrderCancelled] {
+		t.Errorf("cancel movements %d for %d cancelled units", led.Movements[seckill.ReasonCancel], led.Units[seckill.OrderCancelled])
 	}
 	// Another user's order is unknown to them; an expired one is refused.
-	if _, err := ledger.Pay(ctx, os[0].ID, "someone-else", time.Now()); !errors.Is(err, orders.ErrNotFound) {
+	if _, err := ledger.Pay(ctx, os[0].ID, "someone-else", time.Now()); !errors.Is(err, seckill.ErrOrderNotFound) {
 		t.Errorf("paying another user's order: %v", err)
 	}
-	late := orders.Event{OrderID: orders.NewID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 1,
+	late := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 1,
 		RequestID: "late-request", At: now.Add(-2 * time.Hour).UnixMilli()}
-	if err := ledger.InsertOrders(ctx, []orders.Order{late.Order(time.Hour, now)}); err != nil {
+	if err := ledger.InsertOrders(ctx, []seckill.Order{late.Order(time.Hour, now)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Pay(ctx, late.OrderID, "buyer", time.Now()); !errors.Is(err, orders.ErrExpired) {
+	if _, err := ledger.Pay(ctx, late.OrderID, "buyer", time.Now()); !errors.Is(err, seckill.ErrPaymentExpired) {
 		t.Errorf("paying after the window: %v", err)
 	}
 }
@@ -239,8 +156,8 @@ func TestLedgerQueries(t *testing.T) {
 		// Ends a second apart, one with milliseconds: 12:00:00.5 sorts
 		// between 12:00:00 and 12:00:01.
 		for _, end := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
-			sl, err := ledger.CreateSale(ctx, orders.Sale{Name: "n", Item: "i", PriceCents: 1, Total: 10, PerUserLimit: 1,
-				StartsAt: base.Add(-time.Hour), EndsAt: base.Add(end)}, base)
+			sl, err := ledger.CreateSale(ctx, seckill.Sale{Name: "n", Item: "i", PriceCents: 1, Total: 10, PerUserLimit: 1,
+				StartsAt: base.Add(-time.Hour), EndsAt: base.Add(end), Status: seckill.StatusActive}, base, noLoad)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,34 +170,40 @@ func TestLedgerQueries(t *testing.T) {
 		if got, err := ledger.SaleIDs(ctx, base.Add(600*time.Millisecond)); err != nil || len(got) != 1 || got[0] != ids[2] {
 			t.Errorf("sale ids ending after 12:00:00.6: %v, %v", got, err)
 		}
-		err = ledger.InTx(ctx, func(tx *orders.Store) error {
-			sl, err := tx.SaleForUpdate(ctx, ids[0])
-			if err != nil {
-				return err
+		var before seckill.Sale
+		_, err = ledger.ChangeSale(ctx, ids[0], base, func(sl seckill.Sale) (seckill.Sale, error) {
+			sl.Name, sl.PriceCents, sl.Total, sl.Status = "renamed", 250, sl.Total+5, seckill.StatusPaused
+			return sl, nil
+		}, func(b, _ seckill.Sale) error { before = b; return nil })
+		if err != nil || before.Name != "n" {
+			t.Fatalf("change: %v (before %+v)", err, before)
+		}
+		// A change refused by Redis (apply) or by the rules (change)
+		// leaves the row as it was.
+		refused := errors.New("refused")
+		for _, bad := range []struct {
+			change func(seckill.Sale) (seckill.Sale, error)
+			apply  func(_, _ seckill.Sale) error
+		}{
+			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Name = "x"; return sl, nil }, func(_, _ seckill.Sale) error { return refused }},
+			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Name = "x"; return sl, refused }, func(_, _ seckill.Sale) error { return nil }},
+			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Total--; return sl, nil }, func(_, _ seckill.Sale) error { return nil }},
+		} {
+			if _, err := ledger.ChangeSale(ctx, ids[0], base, bad.change, bad.apply); err == nil {
+				t.Error("a refused change was stored")
 			}
-			sl.Name, sl.PriceCents = "renamed", 250
-			if err := tx.UpdateSale(ctx, sl, base); err != nil {
-				return err
-			}
-			if err := tx.Restock(ctx, sl.ID, 5, base); err != nil {
-				return err
-			}
-			return tx.SetSaleStatus(ctx, sl.ID, "paused", base)
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 		sl, err := ledger.Sale(ctx, ids[0])
-		if err != nil || sl.Name != "renamed" || sl.PriceCents != 250 || sl.Total != 15 || sl.Status != "paused" ||
+		if err != nil || sl.Name != "renamed" || sl.PriceCents != 250 || sl.Total != 15 || sl.Status != seckill.StatusPaused ||
 			!sl.EndsAt.Equal(base) {
 			t.Errorf("sale after edits: %+v, %v", sl, err)
 		}
-		if _, err := ledger.Sale(ctx, 987654); !errors.Is(err, orders.ErrSaleNotFound) {
+		if _, err := ledger.Sale(ctx, 987654); !errors.Is(err, seckill.ErrSaleNotFound) {
 			t.Errorf("unknown sale: %v", err)
 		}
-		var os []orders.Order
+		var os []seckill.Order
 		for i := range 3 {
-			e := orders.Event{OrderID: orders.NewID(ids[0]), SaleID: ids[0], UserID: "reader", Qty: 1, PriceCents: 250,
+			e := seckill.Event{OrderID: seckill.NewOrderID(ids[0]), SaleID: ids[0], UserID: "reader", Qty: 1, PriceCents: 250,
 				RequestID: fmt.Sprint("read-request-", i), At: base.Add(time.Duration(i) * time.Second).UnixMilli()}
 			os = append(os, e.Order(time.Minute, base))
 		}
@@ -291,9 +214,33 @@ func TestLedgerQueries(t *testing.T) {
 		if err != nil || len(mine) != 3 || mine[0].ID != os[2].ID || mine[2].ID != os[0].ID {
 			t.Errorf("user's orders newest first: %+v, %v", mine, err)
 		}
-		led, err := ledger.Ledger(ctx, ids[0])
-		if err != nil || led.Total != 15 || led.Sold() != 3 || led.Available() != 12 || led.Movements[orders.ReasonRestock] != 5 {
+		led, err := ledger.Totals(ctx, ids[0])
+		if err != nil || led.Total != 15 || led.Sold() != 3 || led.Available() != 12 || led.Movements[seckill.ReasonRestock] != 5 {
 			t.Errorf("ledger sums: %+v, %v", led, err)
+		}
+	})
+}
+
+// noLoad is a warm-up that does nothing (there is no Redis here).
+func noLoad(seckill.Sale) error { return nil }
+
+// TestCreateSaleRollsBack: a sale whose warm-up fails is not stored.
+func TestCreateSaleRollsBack(t *testing.T) {
+	servertest.EachLedger(t, func(t *testing.T, db *sqlx.DB) {
+		ledger := orders.NewStore(db)
+		ctx := context.Background()
+		now := time.Now()
+		var loaded seckill.Sale
+		_, err := ledger.CreateSale(ctx, seckill.Sale{Name: "n", Item: "i", Total: 10, PerUserLimit: 1, StartsAt: now,
+			EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}, now, func(sl seckill.Sale) error {
+			loaded = sl
+			return errors.New("redis said no")
+		})
+		if err == nil || loaded.ID == 0 {
+			t.Fatalf("create with a failing warm-up: %v (warm-up saw %+v)", err, loaded)
+		}
+		if _, err := ledger.Sale(ctx, loaded.ID); !errors.Is(err, seckill.ErrSaleNotFound) {
+			t.Errorf("the sale is stored after all: %v", err)
 		}
 	})
 }

@@ -8,130 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
+
+	"github.com/seckill/seckill"
 )
-
-// Open connects to MySQL, creating the database named in the DSN if it is
-// missing. The DSN must ask for parseTime=true.
-func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("orders: mysql dsn: %w", err)
-	}
-	if !cfg.ParseTime {
-		return nil, errors.New("orders: mysql dsn: parseTime=true is required")
-	}
-	cfg.Loc = time.UTC
-	// One round trip per query instead of prepare/execute/close: the batch
-	// INSERTs carry thousands of placeholders. Safe with utf8mb4.
-	cfg.InterpolateParams = true
-	if cfg.DBName != "" {
-		if err := createDatabase(ctx, *cfg); err != nil {
-			return nil, err
-		}
-	}
-	db, err := sqlx.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return nil, fmt.Errorf("orders: open mysql: %w", err)
-	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
-	db.SetConnMaxLifetime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("orders: mysql at %s: %w", cfg.Addr, err)
-	}
-	return db, nil
-}
-
-// Ping reports whether the MySQL server of a DSN answers, without opening
-// or creating its database.
-func Ping(ctx context.Context, dsn string) error {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return fmt.Errorf("orders: mysql dsn: %w", err)
-	}
-	cfg.DBName = ""
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.PingContext(ctx)
-}
-
-func createDatabase(ctx context.Context, cfg mysql.Config) error {
-	name := cfg.DBName
-	cfg.DBName = ""
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return fmt.Errorf("orders: open mysql: %w", err)
-	}
-	defer db.Close()
-	q := "CREATE DATABASE IF NOT EXISTS `" + strings.ReplaceAll(name, "`", "``") + "` CHARACTER SET utf8mb4"
-	if _, err := db.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("orders: create database %s at %s: %w", name, cfg.Addr, err)
-	}
-	return nil
-}
-
-// Migrate brings the schema up to date with the embedded migrations of
-// db's database.
-func Migrate(ctx context.Context, db *sqlx.DB) ([]*goose.MigrationResult, error) {
-	p, err := provider(db)
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.Up(ctx)
-	if err != nil {
-		return res, fmt.Errorf("orders: migrate: %w", err)
-	}
-	return res, nil
-}
-
-func provider(db *sqlx.DB) (*goose.Provider, error) {
-	d := dialectOf(db)
-	p, err := goose.NewProvider(d.goose, db.DB, d.migrations, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return nil, fmt.Errorf("orders: migrations: %w", err)
-	}
-	return p, nil
-}
-
-// ErrSchemaBehind means the ledger's schema is older than this binary's:
-// every query might fail on a missing table or column.
-var ErrSchemaBehind = errors.New("the ledger schema is behind this binary: run `seckill migrate` (or set SECKILL_AUTO_MIGRATE=1)")
-
-// CheckSchema compares the ledger's applied migrations with the ones this
-// binary carries, without changing anything: ErrSchemaBehind (saying both
-// versions) if some are missing.
-func CheckSchema(ctx context.Context, db *sqlx.DB) error {
-	p, err := provider(db)
-	if err != nil {
-		return err
-	}
-	var want int64
-	for _, src := range p.ListSources() {
-		want = max(want, src.Version)
-	}
-	var tables int
-	if err := db.GetContext(ctx, &tables, dialectOf(db).hasVersionTable); err != nil {
-		return fmt.Errorf("orders: schema version: %w", err)
-	}
-	var have int64
-	if tables > 0 {
-		const applied = `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`
-		if err := db.GetContext(ctx, &have, applied); err != nil {
-			return fmt.Errorf("orders: schema version: %w", err)
-		}
-	}
-	if have < want {
-		return fmt.Errorf("%w (it is at version %d, this binary needs %d)", ErrSchemaBehind, have, want)
-	}
-	return nil
-}
 
 // Store reads and writes the ledger, in MySQL or SQLite. A Store made by
 // InTx runs every query in that transaction.
@@ -155,16 +35,25 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("orders: begin: %w", err)
+		return failed("begin", err)
 	}
 	if err := fn(&Store{db: s.db, exec: tx, dialect: s.dialect}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("orders: commit: %w", err)
+		return failed("commit", err)
 	}
 	return nil
+}
+
+// failed wraps an error of the database doing op, marked
+// seckill.ErrUnavailable when trying again may get past it (Transient).
+func failed(op string, err error) error {
+	if Transient(err) {
+		return fmt.Errorf("orders: %s: %w: %w", op, seckill.ErrUnavailable, err)
+	}
+	return fmt.Errorf("orders: %s: %w", op, err)
 }
 
 const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, created_at, updated_at`
@@ -172,69 +61,129 @@ const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_
 const insertSale = `
 INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets,
   require_ticket, pow_difficulty, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// CreateSale stores a new sale with its initial stock movement and returns
-// it with its id. Run it in InTx together with the Redis warm-up.
-func (s *Store) CreateSale(ctx context.Context, sale Sale, now time.Time) (Sale, error) {
+// CreateSale stores a new sale with its initial stock movement and, in the
+// same transaction, hands it with its id to load (the stock's warm-up in
+// Redis): if load fails, nothing is stored.
+func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	res, err := s.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
-		sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), max(1, sale.Buckets), sale.RequireTicket, sale.PowDifficulty, now, now)
-	if err != nil {
-		return Sale{}, fmt.Errorf("orders: create sale: %w", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return Sale{}, fmt.Errorf("orders: create sale: %w", err)
-	}
-	if err := s.addMovement(ctx, id, sale.Total, ReasonInitial, now); err != nil {
-		return Sale{}, err
-	}
-	return s.Sale(ctx, id)
+	err := s.InTx(ctx, func(tx *Store) error {
+		res, err := tx.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
+			sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Status, max(1, sale.Buckets),
+			sale.RequireTicket, sale.PowDifficulty, now, now)
+		if err != nil {
+			return failed("create sale", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return failed("create sale", err)
+		}
+		if err := tx.addMovement(ctx, id, "", sale.Total, seckill.ReasonInitial, now); err != nil {
+			return err
+		}
+		if sale, err = tx.Sale(ctx, id); err != nil {
+			return err
+		}
+		return load(sale)
+	})
+	return sale, err
 }
 
-const insertMovement = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES (?, NULL, ?, ?, ?)`
+const insertMovement = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES (?, ?, ?, ?, ?)`
 
-func (s *Store) addMovement(ctx context.Context, sale, delta int64, reason string, now time.Time) error {
-	if _, err := s.exec.ExecContext(ctx, insertMovement, sale, delta, reason, now.UTC()); err != nil {
-		return fmt.Errorf("orders: %s movement of sale %d: %w", reason, sale, err)
+// addMovement records a movement of a sale's stock; order is "" for the
+// movements no order causes (initial, restock).
+func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta int64, reason seckill.Reason, now time.Time) error {
+	var orderID any
+	if order != "" {
+		orderID = order
+	}
+	if _, err := s.exec.ExecContext(ctx, insertMovement, sale, orderID, delta, reason, now.UTC()); err != nil {
+		return failed(fmt.Sprintf("%s movement of sale %d", reason, sale), err)
 	}
 	return nil
 }
 
+const updateSale = `
+UPDATE sales SET name = ?, item = ?, price_cents = ?, total = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
+  status = ?, require_ticket = ?, pow_difficulty = ?, updated_at = ?
+WHERE id = ?`
+
+// ChangeSale changes one sale in one transaction: it locks the sale's row,
+// asks change for the sale as it is to be (validated there), writes it
+// (units added to the total are a restock movement; the id, buckets and
+// creation time stay), then calls apply with the sale before and after
+// (the same change in Redis) and commits. If change or apply fails,
+// nothing changes and their error is returned. The total only grows.
+func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, change func(seckill.Sale) (seckill.Sale, error),
+	apply func(before, after seckill.Sale) error) (seckill.Sale, error) {
+	var after seckill.Sale
+	err := s.InTx(ctx, func(tx *Store) error {
+		before, err := tx.getSale(ctx, selectSale+tx.dialect.lockRow, id)
+		if err != nil {
+			return err
+		}
+		if after, err = change(before); err != nil {
+			return err
+		}
+		after.ID, after.Buckets, after.CreatedAt = before.ID, before.Buckets, before.CreatedAt
+		after.UpdatedAt = now.UTC().Truncate(time.Millisecond)
+		added := after.Total - before.Total
+		if added < 0 {
+			return fmt.Errorf("orders: sale %d: the total only grows (%d to %d)", id, before.Total, after.Total)
+		}
+		_, err = tx.exec.ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
+			after.PerUserLimit, after.StartsAt.UTC(), after.EndsAt.UTC(), after.Status, after.RequireTicket,
+			after.PowDifficulty, after.UpdatedAt, id)
+		if err != nil {
+			return failed(fmt.Sprintf("update sale %d", id), err)
+		}
+		if added > 0 {
+			if err := tx.addMovement(ctx, id, "", added, seckill.ReasonRestock, now); err != nil {
+				return err
+			}
+		}
+		return apply(before, after)
+	})
+	if err != nil {
+		return seckill.Sale{}, err
+	}
+	return after, nil
+}
+
 const selectSale = `SELECT ` + saleColumns + ` FROM sales WHERE id = ?`
 
-// Sale returns one sale.
-func (s *Store) Sale(ctx context.Context, id int64) (Sale, error) {
+// Sale returns one sale, or seckill.ErrSaleNotFound.
+func (s *Store) Sale(ctx context.Context, id int64) (seckill.Sale, error) {
 	return s.getSale(ctx, selectSale, id)
 }
 
-// SaleForUpdate returns one sale and locks its row until the transaction ends.
-func (s *Store) SaleForUpdate(ctx context.Context, id int64) (Sale, error) {
-	return s.getSale(ctx, selectSale+s.dialect.lockRow, id)
-}
-
-func (s *Store) getSale(ctx context.Context, q string, id int64) (Sale, error) {
-	var sale Sale
-	err := sqlx.GetContext(ctx, s.exec, &sale, q, id)
+func (s *Store) getSale(ctx context.Context, q string, id int64) (seckill.Sale, error) {
+	var row saleRow
+	err := sqlx.GetContext(ctx, s.exec, &row, q, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Sale{}, fmt.Errorf("orders: sale %d: %w", id, ErrSaleNotFound)
+		return seckill.Sale{}, fmt.Errorf("orders: sale %d: %w", id, seckill.ErrSaleNotFound)
 	}
 	if err != nil {
-		return Sale{}, fmt.Errorf("orders: sale %d: %w", id, err)
+		return seckill.Sale{}, failed(fmt.Sprintf("sale %d", id), err)
 	}
-	return sale, nil
+	return row.sale(), nil
 }
 
 const selectSales = `SELECT ` + saleColumns + ` FROM sales WHERE ends_at > ? ORDER BY id DESC LIMIT ?`
 
 // Sales lists sales that end after endedAfter, newest first, at most limit.
-func (s *Store) Sales(ctx context.Context, endedAfter time.Time, limit int) ([]Sale, error) {
-	sales := []Sale{}
-	if err := sqlx.SelectContext(ctx, s.exec, &sales, selectSales, endedAfter.UTC(), limit); err != nil {
-		return nil, fmt.Errorf("orders: list sales: %w", err)
+func (s *Store) Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error) {
+	var rows []saleRow
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectSales, endedAfter.UTC(), limit); err != nil {
+		return nil, failed("list sales", err)
 	}
-	return sales, nil
+	out := make([]seckill.Sale, len(rows))
+	for i, r := range rows {
+		out[i] = r.sale()
+	}
+	return out, nil
 }
 
 const selectSaleIDs = `SELECT id FROM sales WHERE ends_at > ? ORDER BY id`
@@ -243,44 +192,9 @@ const selectSaleIDs = `SELECT id FROM sales WHERE ends_at > ? ORDER BY id`
 func (s *Store) SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error) {
 	var ids []int64
 	if err := sqlx.SelectContext(ctx, s.exec, &ids, selectSaleIDs, endedAfter.UTC()); err != nil {
-		return nil, fmt.Errorf("orders: list sale ids: %w", err)
+		return nil, failed("list sale ids", err)
 	}
 	return ids, nil
-}
-
-const updateSale = `
-UPDATE sales SET name = ?, item = ?, price_cents = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
-  require_ticket = ?, pow_difficulty = ?, updated_at = ?
-WHERE id = ?`
-
-// UpdateSale writes a sale's editable fields.
-func (s *Store) UpdateSale(ctx context.Context, sale Sale, now time.Time) error {
-	_, err := s.exec.ExecContext(ctx, updateSale, sale.Name, sale.Item, sale.PriceCents, sale.PerUserLimit,
-		sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.RequireTicket, sale.PowDifficulty, now.UTC(), sale.ID)
-	if err != nil {
-		return fmt.Errorf("orders: update sale %d: %w", sale.ID, err)
-	}
-	return nil
-}
-
-const updateSaleStatus = `UPDATE sales SET status = ?, updated_at = ? WHERE id = ?`
-
-// SetSaleStatus records the merchant status of a sale.
-func (s *Store) SetSaleStatus(ctx context.Context, id int64, status string, now time.Time) error {
-	if _, err := s.exec.ExecContext(ctx, updateSaleStatus, status, now.UTC(), id); err != nil {
-		return fmt.Errorf("orders: set status of sale %d: %w", id, err)
-	}
-	return nil
-}
-
-const restockSale = `UPDATE sales SET total = total + ?, updated_at = ? WHERE id = ?`
-
-// Restock adds qty to a sale's total with a restock movement.
-func (s *Store) Restock(ctx context.Context, id, qty int64, now time.Time) error {
-	if _, err := s.exec.ExecContext(ctx, restockSale, qty, now.UTC(), id); err != nil {
-		return fmt.Errorf("orders: restock sale %d: %w", id, err)
-	}
-	return s.addMovement(ctx, id, qty, ReasonRestock, now)
 }
 
 // maxRowsPerInsert keeps a multi-row INSERT well under MySQL's limit of
@@ -295,7 +209,7 @@ const insertMovementsHead = `INSERT INTO stock_movements (sale_id, order_id, del
 // InsertOrders writes orders and their sale movements with multi-row
 // INSERTs. Orders already present are left as they are, so a redelivered
 // event is a no-op. Run it in InTx to write a batch atomically.
-func (s *Store) InsertOrders(ctx context.Context, os []Order) error {
+func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 	for len(os) > 0 {
 		n := min(len(os), maxRowsPerInsert)
 		chunk := os[:n]
@@ -313,7 +227,7 @@ func (s *Store) InsertOrders(ctx context.Context, os []Order) error {
 		}
 		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("orders: insert %d orders: %w", n, err)
+			return failed(fmt.Sprintf("insert %d orders", n), err)
 		}
 
 		b.Reset()
@@ -324,11 +238,11 @@ func (s *Store) InsertOrders(ctx context.Context, os []Order) error {
 				b.WriteByte(',')
 			}
 			b.WriteString("(?,?,?,?,?)")
-			args = append(args, o.SaleID, o.ID, -o.Qty, ReasonSale, o.CreatedAt.UTC())
+			args = append(args, o.SaleID, o.ID, -o.Qty, seckill.ReasonSale, o.CreatedAt.UTC())
 		}
 		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("orders: insert %d movements: %w", n, err)
+			return failed(fmt.Sprintf("insert %d movements", n), err)
 		}
 	}
 	return nil
@@ -339,28 +253,37 @@ created_at, expires_at, paid_at, cancelled_at, persisted_at`
 
 const selectOrder = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
 
-// Order returns one order.
-func (s *Store) Order(ctx context.Context, id string) (Order, error) {
-	var o Order
-	err := sqlx.GetContext(ctx, s.exec, &o, selectOrder, id)
+// Order returns one order, or seckill.ErrOrderNotFound.
+func (s *Store) Order(ctx context.Context, id string) (seckill.Order, error) {
+	var row orderRow
+	err := sqlx.GetContext(ctx, s.exec, &row, selectOrder, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, fmt.Errorf("orders: order %s: %w", id, ErrNotFound)
+		return seckill.Order{}, fmt.Errorf("orders: order %s: %w", id, seckill.ErrOrderNotFound)
 	}
 	if err != nil {
-		return Order{}, fmt.Errorf("orders: order %s: %w", id, err)
+		return seckill.Order{}, failed("order "+id, err)
 	}
-	return o, nil
+	return row.order(), nil
+}
+
+// selectOrders runs a query for orders.
+func (s *Store) selectOrders(ctx context.Context, what, q string, args ...any) ([]seckill.Order, error) {
+	var rows []orderRow
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
+		return nil, failed(what, err)
+	}
+	out := make([]seckill.Order, len(rows))
+	for i, r := range rows {
+		out[i] = r.order()
+	}
+	return out, nil
 }
 
 const selectUserOrders = `SELECT ` + orderColumns + ` FROM orders WHERE user_id = ? ORDER BY created_at DESC LIMIT ?`
 
 // UserOrders lists a user's orders, newest first, at most limit.
-func (s *Store) UserOrders(ctx context.Context, user string, limit int) ([]Order, error) {
-	os := []Order{}
-	if err := sqlx.SelectContext(ctx, s.exec, &os, selectUserOrders, user, limit); err != nil {
-		return nil, fmt.Errorf("orders: orders of user: %w", err)
-	}
-	return os, nil
+func (s *Store) UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error) {
+	return s.selectOrders(ctx, "orders of user", selectUserOrders, user, limit)
 }
 
 const payOrder = `UPDATE orders SET status = 'paid', paid_at = ?
@@ -368,15 +291,15 @@ WHERE id = ? AND user_id = ? AND status = 'pending' AND expires_at > ?`
 
 // Pay marks a pending order of user paid, if its payment window is open. It
 // returns the order as it stands: paying a paid order again succeeds;
-// ErrNotFound for an unknown order or another user's, ErrCancelled for a
-// cancelled one, ErrExpired for a pending one whose window has closed (the
-// caller cancels it).
-func (s *Store) Pay(ctx context.Context, id, user string, now time.Time) (Order, error) {
-	var o Order
+// seckill.ErrOrderNotFound for an unknown order or another user's,
+// ErrOrderCancelled for a cancelled one, ErrPaymentExpired for a pending
+// one whose window has closed (the caller cancels it).
+func (s *Store) Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error) {
+	var o seckill.Order
 	err := s.InTx(ctx, func(tx *Store) error {
 		res, err := tx.exec.ExecContext(ctx, payOrder, now.UTC(), id, user, now.UTC())
 		if err != nil {
-			return fmt.Errorf("orders: pay %s: %w", id, err)
+			return failed("pay "+id, err)
 		}
 		paid, _ := res.RowsAffected()
 		if o, err = tx.Order(ctx, id); err != nil {
@@ -384,43 +307,42 @@ func (s *Store) Pay(ctx context.Context, id, user string, now time.Time) (Order,
 		}
 		if o.UserID != user {
 			// Another user's order is answered as if it did not exist.
-			return fmt.Errorf("orders: pay %s: %w", id, ErrNotFound)
+			return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrOrderNotFound)
 		}
 		switch {
-		case paid == 1 || o.Status == StatusPaid:
+		case paid == 1 || o.Status == seckill.OrderPaid:
 			return nil
-		case o.Status == StatusCancelled:
-			return fmt.Errorf("orders: pay %s: %w", id, ErrCancelled)
+		case o.Status == seckill.OrderCancelled:
+			return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrOrderCancelled)
 		}
-		return fmt.Errorf("orders: pay %s: %w", id, ErrExpired)
+		return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrPaymentExpired)
 	})
 	return o, err
 }
 
 const cancelOrder = `UPDATE orders SET status = 'cancelled', cancelled_at = ? WHERE id = ? AND status = 'pending'`
 
-const insertCancelMovement = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES (?, ?, ?, 'cancel', ?)`
-
 // Cancel cancels a pending order and records its cancel movement, in one
 // transaction. It returns the order as it stands afterwards: cancelled (now
-// or before) or paid (ErrPaid, a paid order is never cancelled).
-func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (Order, error) {
-	var o Order
+// or before) or paid (seckill.ErrOrderPaid: a paid order is never
+// cancelled).
+func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error) {
+	var o seckill.Order
 	err := s.InTx(ctx, func(tx *Store) error {
 		res, err := tx.exec.ExecContext(ctx, cancelOrder, now.UTC(), id)
 		if err != nil {
-			return fmt.Errorf("orders: cancel %s: %w", id, err)
+			return failed("cancel "+id, err)
 		}
 		if o, err = tx.Order(ctx, id); err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			if _, err := tx.exec.ExecContext(ctx, insertCancelMovement, o.SaleID, o.ID, o.Qty, now.UTC()); err != nil {
-				return fmt.Errorf("orders: cancel movement of %s: %w", id, err)
+			if err := tx.addMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
+				return err
 			}
 		}
-		if o.Status == StatusPaid {
-			return fmt.Errorf("orders: cancel %s: %w", id, ErrPaid)
+		if o.Status == seckill.OrderPaid {
+			return fmt.Errorf("orders: cancel %s: %w", id, seckill.ErrOrderPaid)
 		}
 		return nil
 	})
@@ -431,76 +353,50 @@ const selectPendingOrders = `SELECT ` + orderColumns + ` FROM orders WHERE statu
 
 // PendingOrders returns every order awaiting payment, the first to expire
 // first (to re-arm their timeouts after a restart; O(pending orders)).
-func (s *Store) PendingOrders(ctx context.Context) ([]Order, error) {
-	os := []Order{}
-	if err := sqlx.SelectContext(ctx, s.exec, &os, selectPendingOrders); err != nil {
-		return nil, fmt.Errorf("orders: pending orders: %w", err)
-	}
-	return os, nil
+func (s *Store) PendingOrders(ctx context.Context) ([]seckill.Order, error) {
+	return s.selectOrders(ctx, "pending orders", selectPendingOrders)
 }
 
 const selectSaleOrders = `SELECT ` + orderColumns + ` FROM orders WHERE sale_id = ?`
 
 // SaleOrders returns every order of a sale (for reconciling; O(orders)).
-func (s *Store) SaleOrders(ctx context.Context, sale int64) ([]Order, error) {
-	os := []Order{}
-	if err := sqlx.SelectContext(ctx, s.exec, &os, selectSaleOrders, sale); err != nil {
-		return nil, fmt.Errorf("orders: orders of sale %d: %w", sale, err)
-	}
-	return os, nil
-}
-
-// Ledger sums what MySQL holds about one sale.
-type Ledger struct {
-	Total     int64
-	Orders    map[string]int64 // order count by status
-	Units     map[string]int64 // units by order status
-	Movements map[string]int64 // delta sum by reason
-}
-
-// Sold is the units of the sale's orders that are not cancelled.
-func (l Ledger) Sold() int64 { return l.Units[StatusPending] + l.Units[StatusPaid] }
-
-// Available is the sum of all stock movements.
-func (l Ledger) Available() int64 {
-	var sum int64
-	for _, d := range l.Movements {
-		sum += d
-	}
-	return sum
+func (s *Store) SaleOrders(ctx context.Context, sale int64) ([]seckill.Order, error) {
+	return s.selectOrders(ctx, fmt.Sprintf("orders of sale %d", sale), selectSaleOrders, sale)
 }
 
 const selectOrderSums = `SELECT status, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS units FROM orders WHERE sale_id = ? GROUP BY status`
 
 const selectMovementSums = `SELECT reason, COALESCE(SUM(delta), 0) AS units FROM stock_movements WHERE sale_id = ? GROUP BY reason`
 
-// Ledger returns the sums of a sale's orders and movements.
-func (s *Store) Ledger(ctx context.Context, sale int64) (Ledger, error) {
+// Totals returns the sums of a sale's orders and movements.
+func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) {
 	sl, err := s.Sale(ctx, sale)
 	if err != nil {
-		return Ledger{}, err
+		return seckill.Totals{}, err
 	}
-	l := Ledger{Total: sl.Total, Orders: map[string]int64{}, Units: map[string]int64{}, Movements: map[string]int64{}}
+	t := seckill.Totals{Total: sl.Total, Orders: map[seckill.OrderStatus]int64{}, Units: map[seckill.OrderStatus]int64{},
+		Movements: map[seckill.Reason]int64{}}
 	var os []struct {
 		Status string `db:"status"`
 		N      int64  `db:"n"`
 		Units  int64  `db:"units"`
 	}
+	what := fmt.Sprintf("totals of sale %d", sale)
 	if err := sqlx.SelectContext(ctx, s.exec, &os, selectOrderSums, sale); err != nil {
-		return Ledger{}, fmt.Errorf("orders: ledger of sale %d: %w", sale, err)
+		return seckill.Totals{}, failed(what, err)
 	}
 	for _, r := range os {
-		l.Orders[r.Status], l.Units[r.Status] = r.N, r.Units
+		t.Orders[seckill.OrderStatus(r.Status)], t.Units[seckill.OrderStatus(r.Status)] = r.N, r.Units
 	}
 	var ms []struct {
 		Reason string `db:"reason"`
 		Units  int64  `db:"units"`
 	}
 	if err := sqlx.SelectContext(ctx, s.exec, &ms, selectMovementSums, sale); err != nil {
-		return Ledger{}, fmt.Errorf("orders: ledger of sale %d: %w", sale, err)
+		return seckill.Totals{}, failed(what, err)
 	}
 	for _, r := range ms {
-		l.Movements[r.Reason] = r.Units
+		t.Movements[seckill.Reason(r.Reason)] = r.Units
 	}
-	return l, nil
+	return t, nil
 }

@@ -6,8 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill"
 )
 
 type buyRequest struct {
@@ -24,25 +23,32 @@ type buyResponse struct {
 	Status    string `json:"status"`
 }
 
+// tooManyRequests is the message of a buy limiter's refusal.
+const tooManyRequests = "Too many requests; retry in a moment."
+
 // rateLimit applies the buy limiters (per IP, per user, global).
 func (s *Server) rateLimit(c *gin.Context) {
 	ip := ""
 	if s.limits.perIP != nil { // the client's address is worked out only when a limiter needs it
 		ip = c.ClientIP()
 	}
-	ok, wait := s.limits.allow(currentUser(c).ID, ip, s.now())
+	ok, wait := s.limits.allow(currentUser(c).ID, ip, s.Now())
 	if ok {
 		c.Next()
 		return
 	}
 	if id, err := strconv.ParseInt(c.Param("id"), 10, 64); err == nil && id > 0 {
-		s.outcomes.add(id, "rate_limited")
+		s.Outcomes.Add(id, string(seckill.CodeRateLimited))
 	}
-	s.metrics.outcomes.WithLabelValues("rate_limited").Inc()
-	e := newError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in a moment.")
-	e.RetryAfter = wait
-	abort(c, e)
+	s.metrics.outcomes.WithLabelValues(string(seckill.CodeRateLimited)).Inc()
+	abort(c, rateLimited(tooManyRequests, wait))
 }
+
+// Refusals of a buy's body besides the decoder's.
+var (
+	errQty       = invalid("qty must be at least 1.")
+	errRequestID = invalid("request_id must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -.")
+)
 
 // buyInput reads and validates a buy; false means it was refused.
 func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
@@ -58,12 +64,12 @@ func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
 	}
 	switch {
 	case req.Qty < 1:
-		err = invalid("qty must be at least 1.")
-	case req.Qty > orders.MaxTotal:
+		err = errQty
+	case req.Qty > seckill.MaxTotal:
 		// No sale has this many units, so no limit allows it.
-		err = inventory.ErrLimitExceeded
-	case !orders.ValidRequestID(req.RequestID):
-		err = invalid("request_id must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -.")
+		err = seckill.ErrLimitExceeded
+	case !seckill.ValidRequestID(req.RequestID):
+		err = errRequestID
 	}
 	if err != nil {
 		s.refuse(c, id, err)
@@ -72,32 +78,27 @@ func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
 	return id, req, true
 }
 
-// buy decides one purchase: validate, then one (possibly coalesced) Lua call.
+// buy decides one purchase: validate, then the buy chain (ticket, one
+// possibly coalesced Lua call).
 func (s *Server) buy(c *gin.Context) {
 	id, req, ok := s.buyInput(c)
 	if !ok {
 		return
 	}
-	u := currentUser(c)
-	if err := s.checkBuyTicket(c.Request.Context(), id, u.ID, req.Ticket); err != nil {
+	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{{
+		UserID: currentUser(c).ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket,
+	}})
+	if err != nil {
 		s.refuse(c, id, err)
 		return
 	}
-	res, err := s.reserver.Reserve(c.Request.Context(), id, []inventory.Request{{
-		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID,
-	}})
-	if err != nil {
-		s.refuse(c, id, classify(err))
+	a := d.Answers[0]
+	s.count(c, id, a.Code)
+	if a.Code != seckill.CodeOK {
+		sendAnswer(c, answerOf(a.Code), nil)
 		return
 	}
-	r := res[0]
-	if r.Err != nil {
-		s.refuse(c, id, r.Err)
-		return
-	}
-	s.outcomes.add(id, "ok")
-	s.metrics.outcomes.WithLabelValues("ok").Inc()
-	writeBought(c, buyResponse{OrderID: r.OrderID, SaleID: id, Qty: r.Qty, Remaining: r.Remaining, Status: orders.StatusPending})
+	writeBought(c, buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)})
 }
 
 // writeBought answers an accepted buy, its JSON written by hand: order ids
@@ -121,15 +122,18 @@ func writeBought(c *gin.Context, r buyResponse) {
 
 // refuse answers a buy with err and counts the outcome.
 func (s *Server) refuse(c *gin.Context, sale int64, err error) {
-	code := errorOf(c, err).Code
-	if sale > 0 && code != "sale_not_found" {
-		s.outcomes.add(sale, code)
-		if code == "limit_exceeded" {
-			s.outcomes.hitCap(sale, currentUser(c).ID, s.now())
-		}
+	a := answerFor(c, err)
+	s.count(c, sale, a.code)
+	sendAnswer(c, a, err)
+}
+
+// count counts a buy's outcome: in the metrics, and on the sale's
+// dashboard unless the sale is unknown.
+func (s *Server) count(c *gin.Context, sale int64, code seckill.Code) {
+	if sale > 0 && code != seckill.CodeSaleNotFound {
+		s.Outcomes.Answered(sale, code, currentUser(c).ID, s.Now())
 	}
-	s.metrics.outcomes.WithLabelValues(code).Inc()
-	abort(c, err)
+	s.metrics.outcomes.WithLabelValues(string(code)).Inc()
 }
 
 // AddBaselineRoute adds POST /api/sales/{id}/baseline for the benchmark
@@ -141,6 +145,6 @@ func (s *Server) AddBaselineRoute() {
 		if !ok {
 			return
 		}
-		c.JSON(http.StatusOK, buyResponse{OrderID: "baseline", SaleID: id, Qty: req.Qty, Status: orders.StatusPending})
+		c.JSON(http.StatusOK, buyResponse{OrderID: "baseline", SaleID: id, Qty: req.Qty, Status: string(seckill.OrderPending)})
 	})
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/tickets"
 )
 
 // BenchmarkSoldOutBuy is the server's own share of a sold-out answer (the
@@ -24,16 +24,16 @@ func BenchmarkSoldOutBuy(b *testing.B) {
 	env := servertest.New(b)
 	srv := env.Server(b, nil)
 	h := srv.Handler()
-	key := server.TicketKey(servertest.JWTSecret)
-	for _, tickets := range []bool{false, true} {
-		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: tickets})
+	key := tickets.Key(servertest.JWTSecret)
+	for _, ticketed := range []bool{false, true} {
+		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: ticketed})
 		tokens := make([]string, 1000)
 		extra := make([]string, len(tokens)) // the body's ticket member
 		for i := range tokens {
 			user := fmt.Sprint("bench-", i)
 			tokens[i] = "Bearer " + servertest.Token(b, user)
-			if tickets {
-				extra[i] = fmt.Sprintf(`,"ticket":%q`, server.MintTicket(key, user, sale.ID, time.Now().Add(time.Hour)))
+			if ticketed {
+				extra[i] = fmt.Sprintf(`,"ticket":%q`, tickets.Mint(key, user, sale.ID, time.Now().Add(time.Hour)))
 			}
 		}
 		path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)
@@ -51,7 +51,7 @@ func BenchmarkSoldOutBuy(b *testing.B) {
 		if code := buy(); code != 200 {
 			b.Fatalf("first buy: %d", code)
 		}
-		b.Run(map[bool]string{false: "plain", true: "ticket"}[tickets], func(b *testing.B) {
+		b.Run(map[bool]string{false: "plain", true: "ticket"}[ticketed], func(b *testing.B) {
 			b.SetParallelism(32) // 64 callers on two cores, as the outside case's 64 connections
 			b.ReportAllocs()
 			cpu0 := processCPU(b)

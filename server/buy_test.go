@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/sessions"
 )
 
 // hammer sends n concurrent buy requests for one sale from users user-0 ..
@@ -43,7 +43,7 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 				return
 			default:
 			}
-			v, err := st.Redis.HMGet(ctx, st.Keys.Stock(sale.ID), "available", "sold", "total").Result()
+			v, err := st.Redis.HMGet(ctx, st.Keys.Of(inventory.First(sale.ID)).Stock(), "available", "sold", "total").Result()
 			if err != nil {
 				t.Error(err)
 				return
@@ -124,7 +124,7 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 	t.Logf("%d requests: %v; %d stock samples taken during the run", n, codes, sampled.Load())
 
 	// The outbox holds exactly one event per accepted order.
-	entries, err := st.Redis.XRange(ctx, st.Keys.Outbox(sale.ID), "-", "+").Result()
+	entries, err := st.Inventory.Outbox(ctx, sale.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		evs, err := inventory.ParseOutboxEntry(e.Values)
+		evs, err := inventory.DecodeOutbox(e.Values)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func idempotentUnderConcurrency(t *testing.T, env []string) {
 	if stock.Sold != 2 || stock.Available != 8 {
 		t.Errorf("stock = %+v, want one deduction of 2", stock)
 	}
-	if n := st.Redis.XLen(ctx, st.Keys.Outbox(sale.ID)).Val(); n != 1 {
+	if n := st.Redis.XLen(ctx, st.Keys.Of(inventory.First(sale.ID)).Outbox()).Val(); n != 1 {
 		t.Errorf("outbox holds %d events, want 1", n)
 	}
 }
@@ -240,14 +240,15 @@ func snapshot(t *testing.T, st *stack, sale int64) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
-	for _, k := range []string{st.Keys.Stock(sale), st.Keys.Buyers(sale), st.Keys.Reqs(sale), st.Keys.Orders(sale)} {
+	keys := st.Keys.Of(inventory.First(sale))
+	for _, k := range []string{keys.Stock(), keys.Buyers(), keys.Reqs(), keys.Orders()} {
 		m, err := st.Redis.HGetAll(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "%s=%v\n", k, m)
 	}
-	fmt.Fprintf(&b, "outbox=%d\n", st.Redis.XLen(ctx, st.Keys.Outbox(sale)).Val())
+	fmt.Fprintf(&b, "outbox=%d\n", st.Redis.XLen(ctx, keys.Outbox()).Val())
 	return b.String()
 }
 
@@ -268,8 +269,8 @@ func TestBuyRefusals(t *testing.T) {
 	}
 	before := snapshot(t, st, sale.ID)
 
-	expired, _, _ := server.MintToken([]byte(servertest.JWTSecret), "shopper", "s", -time.Minute, now)
-	forged, _, _ := server.MintToken([]byte("some other secret entirely!!!!!!"), "shopper", "s", time.Hour, now)
+	expired, _, _ := sessions.MintToken([]byte(servertest.JWTSecret), "shopper", "s", -time.Minute, now)
+	forged, _, _ := sessions.MintToken([]byte("some other secret entirely!!!!!!"), "shopper", "s", time.Hour, now)
 	none := servertest.Token(t, "x")[:10] + "garbage"
 	path := buyPath(sale.ID)
 	big := `{"qty":1,"request_id":"big-body-1","pad":"` + strings.Repeat("x", 100<<10) + `"}`

@@ -15,6 +15,9 @@ import (
 	"github.com/gin-gonic/gin"
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tickets"
 )
 
 // decode reads the request body, which must be application/json holding
@@ -67,13 +70,13 @@ func openObject(dec *jsontext.Decoder) error {
 }
 
 // readError explains a body that could not be read.
-func readError(err error) *Error {
+func readError(err error) error {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return bodyTooLarge(tooLarge.Limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return newError(http.StatusRequestTimeout, "request_timeout", "The request body arrived too slowly.")
+		return seckill.ErrRequestTimeout
 	}
 	return invalid("The request body could not be read.")
 }
@@ -111,7 +114,7 @@ func checkMembers(body []byte) error {
 	return nil // the rest is checked as it is decoded
 }
 
-func decodeError(err error) *Error {
+func decodeError(err error) error {
 	var syn *jsontext.SyntacticError
 	var sem *json.SemanticError
 	switch {
@@ -208,7 +211,7 @@ func decodeBuy(c *gin.Context) (buyRequest, error) {
 				return req, decodeError(err)
 			}
 			if name == "ticket" {
-				if len(s) > maxTicketLen {
+				if len(s) > tickets.MaxLen {
 					return req, invalid("Field %q is too long.", name)
 				}
 				req.Ticket = s

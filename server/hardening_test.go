@@ -16,9 +16,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/sessions"
 )
 
 // TestEveryRefusalIsJSON: unknown assets, paths that climb out of
@@ -275,7 +277,7 @@ func TestTokenRules(t *testing.T) {
 		status := ordersStatus(t, addr2, old)
 		return status == 401, fmt.Sprint(status)
 	})
-	later, _, _ := server.MintToken([]byte(servertest.JWTSecret), "leaver", "leaver", time.Hour, time.Now().Add(2*time.Second))
+	later, _, _ := sessions.MintToken([]byte(servertest.JWTSecret), "leaver", "leaver", time.Hour, time.Now().Add(2*time.Second))
 	if r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "new-session"), bearer(later)); r.Status != 200 {
 		t.Errorf("buy with a token issued after the sign-out: %v", r)
 	}
@@ -315,9 +317,9 @@ func TestLoginBurst(t *testing.T) {
 // its client leaves.
 type blocked struct{}
 
-func (blocked) Reserve(ctx context.Context, _ int64, _ []inventory.Request) ([]inventory.Result, error) {
+func (blocked) Reserve(ctx context.Context, _ int64, _ []seckill.Buy) (seckill.Decision, error) {
 	<-ctx.Done()
-	return nil, ctx.Err()
+	return seckill.Decision{}, ctx.Err()
 }
 
 // TestClientGoneIsNotAnError: a buy whose client left before the answer
@@ -366,11 +368,9 @@ func grep(text string, words ...string) string {
 // not) and in a sale's stats for the dashboard.
 func TestDeadLettersShown(t *testing.T) {
 	env := servertest.New(t)
-	srv, err := server.New(env.Config, server.Deps{
-		Redis: env.Redis, Inventory: env.Inventory, Ledger: env.Ledger,
-		Ready:       map[string]func(context.Context) error{"redis": func(ctx context.Context) error { return env.Redis.Ping(ctx).Err() }},
-		DeadLetters: func(context.Context) (int, error) { return 3, nil },
-	})
+	d := env.System.ServerDeps(prometheus.NewRegistry(), nil)
+	d.DeadLetters = func(context.Context) (int, error) { return 3, nil }
+	srv, err := server.New(system.ServerConfig(env.Config), d)
 	if err != nil {
 		t.Fatal(err)
 	}

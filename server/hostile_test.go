@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -116,7 +116,7 @@ func TestHostileInput(t *testing.T) {
 		"create: mis-cased key":        newSale(`"Price_Cents":1`),
 		"create: duplicated name":      newSale(`"price_cents":1,"name":"other"`),
 		"create: price 2^63-1":         newSale(`"price_cents":9223372036854775807`),
-		"create: price over the bound": newSale(fmt.Sprintf(`"price_cents":%d`, orders.MaxPriceCents+1)),
+		"create: price over the bound": newSale(fmt.Sprintf(`"price_cents":%d`, seckill.MaxPriceCents+1)),
 		"create: negative price":       newSale(`"price_cents":-1`),
 		"create: price as string":      newSale(`"price_cents":"100"`),
 		"create: price null":           newSale(`"price_cents":null`),
@@ -197,7 +197,7 @@ func TestNamesStoredAsValidated(t *testing.T) {
 	st := newStack(t)
 	now := time.Now().UTC()
 	name := strings.Repeat("é", 200)
-	body := map[string]any{"name": "  " + name + "  ", "item": " سماعة 🎧 ", "price_cents": orders.MaxPriceCents,
+	body := map[string]any{"name": "  " + name + "  ", "item": " سماعة 🎧 ", "price_cents": seckill.MaxPriceCents,
 		"total": 3, "per_user_limit": 3, "starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
 	r := call(t, st.h, "POST", "/admin/api/sales", body, admin())
 	if r.Status != 201 || r.Body["name"] != name || r.Body["item"] != "سماعة 🎧" {
@@ -219,7 +219,7 @@ func TestNamesStoredAsValidated(t *testing.T) {
 		t.Fatalf("buy: %v", b)
 	}
 	o := call(t, st.h, "GET", "/api/orders/"+b.Body["order_id"].(string), nil, bearer(tok))
-	if o.Status != 200 || int64(o.Body["amount_cents"].(float64)) != 3*orders.MaxPriceCents {
+	if o.Status != 200 || int64(o.Body["amount_cents"].(float64)) != 3*seckill.MaxPriceCents {
 		t.Errorf("order of 3 at the highest price: %v", o)
 	}
 }

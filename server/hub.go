@@ -15,6 +15,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+
+	"github.com/seckill/seckill"
 )
 
 // Live stock over WebSocket. One hub per watched sale in this process
@@ -37,15 +39,15 @@ const (
 
 // stockMessage is the frame of API.md's Live stock section.
 type stockMessage struct {
-	Type      string    `json:"type"`
-	SaleID    int64     `json:"sale_id"`
-	Remaining int64     `json:"remaining"`
-	Total     int64     `json:"total"`
-	Sold      int64     `json:"sold"`
-	Status    string    `json:"status"`
-	StartsAt  time.Time `json:"starts_at"`
-	EndsAt    time.Time `json:"ends_at"`
-	At        time.Time `json:"at"`
+	Type      string        `json:"type"`
+	SaleID    int64         `json:"sale_id"`
+	Remaining int64         `json:"remaining"`
+	Total     int64         `json:"total"`
+	Sold      int64         `json:"sold"`
+	Status    seckill.Phase `json:"status"`
+	StartsAt  time.Time     `json:"starts_at"`
+	EndsAt    time.Time     `json:"ends_at"`
+	At        time.Time     `json:"at"`
 }
 
 // differs reports whether m tells a watcher something new compared to sent.
@@ -71,8 +73,8 @@ type hubs struct {
 
 func newHubs(s *Server) *hubs {
 	h := &hubs{s: s, bySale: map[int64]*hub{}, perIP: map[string]int{},
-		origins: append(s.cfg.PublicOriginsList(), s.cfg.AllowedOriginsList()...)}
-	for _, o := range s.cfg.PublicOriginsList() {
+		origins: append(append([]string(nil), s.cfg.PublicOrigins...), s.cfg.AllowedOrigins...)}
+	for _, o := range s.cfg.PublicOrigins {
 		if u, err := url.Parse(o); err == nil {
 			h.hosts = append(h.hosts, strings.ToLower(u.Host))
 		}
@@ -83,9 +85,7 @@ func newHubs(s *Server) *hubs {
 		WriteBufferSize:  512,
 		WriteBufferPool:  &sync.Pool{},
 		CheckOrigin:      func(*http.Request) bool { return true }, // checked before, in serveWS
-		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
-			writeError(w, newError(status, "invalid_request", "WebSocket handshake refused: %v.", reason))
-		},
+		Error:            func(w http.ResponseWriter, _ *http.Request, _ int, reason error) { handshakeRefused(w, reason) },
 	}
 	return h
 }
@@ -107,7 +107,7 @@ func (h *hubs) publicHost(r *http.Request) bool {
 	if ip := net.ParseIP(name); name == "localhost" || ip != nil && ip.IsLoopback() {
 		return true
 	}
-	own, _, _ := net.SplitHostPort(h.s.cfg.HTTPAddr)
+	own, _, _ := net.SplitHostPort(h.s.cfg.Addr)
 	return own != "" && strings.EqualFold(name, own) && !net.ParseIP(own).IsUnspecified()
 }
 
@@ -171,26 +171,24 @@ func (s *Server) serveWS(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	if _, err := s.sales.get(c.Request.Context(), id); err != nil {
-		abort(c, classify(err))
+	if err := s.Sales.Exists(c.Request.Context(), id); err != nil {
+		abort(c, err)
 		return
 	}
 	switch {
 	case !s.hubs.publicHost(c.Request):
 		s.metrics.wsRefused.WithLabelValues("host").Inc()
-		abort(c, newError(http.StatusForbidden, "forbidden", "WebSocket refused: this server does not serve that host."))
+		abort(c, seckill.Errorf(seckill.CodeForbidden, "WebSocket refused: this server does not serve that host."))
 		return
 	case !s.hubs.sameOrigin(c.Request):
 		s.metrics.wsRefused.WithLabelValues("origin").Inc()
-		abort(c, newError(http.StatusForbidden, "forbidden", "Cross-site WebSocket refused."))
+		abort(c, seckill.Errorf(seckill.CodeForbidden, "Cross-site WebSocket refused."))
 		return
 	}
 	ip := c.ClientIP()
 	if refused := s.hubs.admit(ip); refused != "" {
 		s.metrics.wsRefused.WithLabelValues(refused).Inc()
-		e := newError(http.StatusTooManyRequests, "rate_limited", "%s", wsCapRefusals[refused])
-		e.RetryAfter = 10 * time.Second
-		abort(c, e)
+		abort(c, rateLimited(wsCapRefusals[refused], 10*time.Second))
 		return
 	}
 	conn, err := s.hubs.upgrader.Upgrade(c.Writer, c.Request, nil)
@@ -299,14 +297,14 @@ func (hb *hub) run(ctx context.Context) {
 func (hb *hub) read(ctx context.Context) (stockMessage, error) {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	st, err := hb.hubs.s.inv.Stock(rctx, hb.sale)
+	st, err := hb.hubs.s.Sales.Stock(rctx, hb.sale)
 	if err != nil {
 		return stockMessage{}, err
 	}
-	now := hb.hubs.s.now()
+	now := hb.hubs.s.Now()
 	return stockMessage{
 		Type: "stock", SaleID: hb.sale, Remaining: max(0, st.Available), Total: st.Total, Sold: st.Sold,
-		Status: st.StatusAt(now), StartsAt: st.Start.UTC(), EndsAt: st.End.UTC(), At: now.UTC(),
+		Status: st.PhaseAt(now), StartsAt: st.Start.UTC(), EndsAt: st.End.UTC(), At: now.UTC(),
 	}, nil
 }
 

@@ -17,8 +17,6 @@ type metrics struct {
 	wsDropped  prometheus.Counter
 	wsRefused  *prometheus.CounterVec
 	limiterKey *prometheus.GaugeVec
-	batchSize  prometheus.Histogram
-	fastPath   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,17 +50,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_rate_limiter_keys",
 			Help: "Keys tracked by the per-user and per-IP buy limiters.",
 		}, []string{"limiter"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "seckill_buy_batch_size",
-			Help:    "Buy requests decided together by the coalescing batcher (one Lua call, or one lookup on the sold-out fast path).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 13),
-		}),
-		fastPath: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_buy_fast_path_total",
-			Help: "Buy requests answered without the Lua script because the sale is sold out or ended.",
-		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.outcomes, m.wsClients, m.wsDropped, m.wsRefused, m.limiterKey, m.batchSize, m.fastPath)
+	reg.MustRegister(m.requests, m.latency, m.outcomes, m.wsClients, m.wsDropped, m.wsRefused, m.limiterKey)
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/web"
 )
 
@@ -67,7 +68,7 @@ func serveAsset(c *gin.Context) {
 	c.Data(http.StatusOK, ct, body)
 }
 
-var errNotFound = newError(http.StatusNotFound, "not_found", "No such page or endpoint.")
+var errNotFound = seckill.ErrNotFound
 
 // notFoundPage is what a browser gets for an unknown page.
 var notFoundPage = mustRead("404.html")

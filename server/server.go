@@ -1,7 +1,9 @@
 // Package server is Seckill's HTTP front: the shopper API, the merchant
 // admin API, the live-stock WebSocket hub, the embedded web pages and the
-// operational endpoints. It authenticates, rate-limits and validates every
-// request before the inventory decides anything.
+// operational endpoints. It is an adapter: it decodes, authenticates,
+// rate-limits and validates every request, calls the services (package
+// sales, tickets, sessions and the buy chain) and encodes their answers;
+// it issues no Redis or SQL of its own.
 package server
 
 import (
@@ -15,110 +17,106 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/wait"
+	"github.com/seckill/seckill/sales"
+	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/tickets"
 )
 
-// Reserver decides buy requests: the inventory store, or the fast path
-// and the coalescing batcher in front of it.
-type Reserver = inventory.Reserver
+// Reserver decides buys: the buy chain (package tickets' gate in front of
+// package inventory's batcher, fast path and store), built by the caller.
+type Reserver interface {
+	Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error)
+}
 
-// Deps are the services a Server runs on.
+// Config is what the HTTP front needs to know.
+type Config struct {
+	// Addr is the address served (http_addr): its host is one the
+	// WebSocket accepts when no public origin is configured.
+	Addr string
+	// ReadTimeout bounds reading a whole request, WriteTimeout writing an
+	// answer, ShutdownTimeout draining requests at shutdown.
+	ReadTimeout, WriteTimeout, ShutdownTimeout time.Duration
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
+	TrustedProxies []string
+	// BodyLimit caps shopper request bodies (admin bodies: 16 KiB).
+	BodyLimit    int64
+	CookieSecure bool
+	// PublicOrigins are the origins the site is served under;
+	// AllowedOrigins further ones allowed for WebSockets and
+	// cookie-authenticated state changes.
+	PublicOrigins, AllowedOrigins []string
+	// WSMaxPerIP and WSMaxTotal cap live connections (0: no cap); WSPoll is
+	// how often a watched sale's stock is read.
+	WSMaxPerIP, WSMaxTotal int
+	WSPoll                 time.Duration
+	// Buy requests per second allowed, in all, per user and per client IP;
+	// 0 turns that limiter off.
+	RateGlobal, RatePerUser, RatePerIP float64
+}
+
+// Deps are the services a Server calls.
 type Deps struct {
-	Redis     redis.UniversalClient
-	Inventory *inventory.Store
-	// Reserver decides buys; nil means the configured chain: the sold-out
-	// fast path over Inventory, behind the batcher when batch_enabled.
-	Reserver Reserver
-	Ledger   *orders.Store
+	Buys     Reserver
+	Sales    *sales.Service
+	Outcomes *sales.Outcomes
+	Tickets  *tickets.Service
+	Shoppers *sessions.Shoppers
+	Admins   *sessions.Admins
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
 	// dashboard; nil when there is no bus to ask.
 	DeadLetters func(context.Context) (int, error)
 	Registry    *prometheus.Registry
+	// Chores run beside the server while it serves (the sold-out fast
+	// path's listener, say), stopped after its requests drained.
+	Chores []func(context.Context)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// Server serves the HTTP API.
+// Server serves the HTTP API: it decodes, authenticates, calls the
+// services and encodes their answers.
 type Server struct {
-	cfg      configs.Config
-	inv      *inventory.Store
-	reserver Reserver
-	ledger   *orders.Store
-	rdb      redis.UniversalClient
-	ready    map[string]func(context.Context) error
-	dead     func(context.Context) (int, error)
-	registry *prometheus.Registry
-	now      func() time.Time
+	cfg Config
+	Deps
 
-	engine   *gin.Engine
-	metrics  *metrics
-	limits   *limits
-	logins   *limiter
-	outcomes *outcomes
-	signOuts *signOuts
-	tokens   *tokenCache
-	jwt      *jwt.Parser
-	csrf     *http.CrossOriginProtection
-	sales    *saleCache[orders.Sale]
-	// rules has each sale's stock hash, read for its bot-defence settings.
-	rules   *saleCache[inventory.Stock]
-	tickets *signer
-	fast    *inventory.FastPath
+	engine  *gin.Engine
+	metrics *metrics
+	limits  *limits
+	logins  *limiter
+	csrf    *http.CrossOriginProtection
 	hubs    *hubs
 	api     *gin.RouterGroup
 }
 
 // New builds a Server. It opens nothing; Run serves.
-func New(cfg configs.Config, d Deps) (*Server, error) {
+func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
-		cfg: cfg, inv: d.Inventory, reserver: d.Reserver, ledger: d.Ledger, rdb: d.Redis,
-		ready: d.Ready, dead: d.DeadLetters, registry: d.Registry, now: d.Now,
-		limits:   newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
-		logins:   newLimiter(loginsPerSecond, loginBurst),
-		outcomes: newOutcomes(d.Redis, d.Inventory.Keys()),
-		signOuts: newSignOuts(d.Redis, d.Inventory.Keys(), cfg.SessionTTL),
-		tokens:   newTokenCache(),
-		csrf:     http.NewCrossOriginProtection(),
+		cfg: cfg, Deps: d,
+		limits: newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
+		logins: newLimiter(loginsPerSecond, loginBurst),
+		csrf:   http.NewCrossOriginProtection(),
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.Now == nil {
+		s.Now = time.Now
 	}
-	s.jwt = newTokenParser(s.now)
-	if s.registry == nil {
-		s.registry = prometheus.NewRegistry()
+	if s.Registry == nil {
+		s.Registry = prometheus.NewRegistry()
 	}
-	s.metrics = newMetrics(s.registry)
-	if s.reserver == nil {
-		s.reserver = d.Inventory
-		if cfg.SoldOutRecheck > 0 {
-			s.fast = inventory.NewFastPath(d.Inventory, cfg.SoldOutRecheck)
-			s.fast.OnHit = func(n int) { s.metrics.fastPath.Add(float64(n)) }
-			s.reserver = s.fast
-		}
-		if cfg.BatchEnabled {
-			b := inventory.NewBatcher(s.reserver, cfg.BatchMax)
-			b.OnBatch = func(n int) { s.metrics.batchSize.Observe(float64(n)) }
-			s.reserver = b
-		}
-	}
-	s.sales = newSaleCache(s.ledger.Sale, isNotFound, s.now)
-	s.rules = newSaleCache(s.inv.Stock, func(error) bool { return false }, s.now)
-	s.tickets = newSigner(TicketKey(cfg.JWTSecret))
+	s.metrics = newMetrics(s.Registry)
 	s.hubs = newHubs(s)
-	for _, o := range cfg.AllowedOriginsList() {
+	for _, o := range cfg.AllowedOrigins {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
 			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
 		}
@@ -136,7 +134,7 @@ func (s *Server) routes() error {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.ContextWithFallback = true
-	if err := e.SetTrustedProxies(s.cfg.TrustedProxiesList()); err != nil {
+	if err := e.SetTrustedProxies(s.cfg.TrustedProxies); err != nil {
 		return fmt.Errorf("server: trusted proxies: %w", err)
 	}
 	e.Use(s.recover, s.requestID, s.metrics.observe, s.accessLog)
@@ -147,10 +145,10 @@ func (s *Server) routes() error {
 	e.RedirectTrailingSlash = false
 
 	e.GET("/healthz", healthz)
-	e.GET("/readyz", readyz(s.ready, s.dead))
+	e.GET("/readyz", readyz(s.Ready, s.DeadLetters))
 	// Metrics are for operators: on the ops listener (OpsHandler), and here
 	// only with the admin token.
-	e.GET("/metrics", s.requireAdmin, gin.WrapH(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})))
+	e.GET("/metrics", s.requireAdmin, gin.WrapH(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
 
 	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
 	api.POST("/session", s.createSession)
@@ -177,9 +175,9 @@ func (s *Server) routes() error {
 	authed.GET("/sales/:id", s.adminGetSale)
 	authed.PATCH("/sales/:id", s.updateSale)
 	authed.POST("/sales/:id/restock", s.restock)
-	authed.POST("/sales/:id/pause", s.setStatus("pause"))
-	authed.POST("/sales/:id/resume", s.setStatus("resume"))
-	authed.POST("/sales/:id/end", s.setStatus("end"))
+	authed.POST("/sales/:id/pause", s.act(seckill.ActionPause))
+	authed.POST("/sales/:id/resume", s.act(seckill.ActionResume))
+	authed.POST("/sales/:id/end", s.act(seckill.ActionEnd))
 	authed.GET("/sales/:id/stats", s.saleStats)
 
 	e.GET("/ws/sales/:id", s.serveWS)
@@ -190,16 +188,18 @@ func (s *Server) routes() error {
 }
 
 // Run serves HTTP on ln until ctx is cancelled, then stops accepting,
-// drains in-flight requests within the shutdown timeout and returns.
+// drains in-flight requests within the shutdown timeout and returns. The
+// sign-outs of other processes, the outcome counts and the chores run
+// meanwhile.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler: s.engine,
 		// A slow client cannot hold a connection: headers within 5 s, the
-		// whole request within http_read_timeout, the answer written within
-		// http_write_timeout (WebSockets clear both when they upgrade).
-		ReadHeaderTimeout: min(5*time.Second, s.cfg.HTTPReadTimeout),
-		ReadTimeout:       s.cfg.HTTPReadTimeout,
-		WriteTimeout:      s.cfg.HTTPWriteTimeout,
+		// whole request within the read timeout, the answer written within
+		// the write timeout (WebSockets clear both when they upgrade).
+		ReadHeaderTimeout: min(5*time.Second, s.cfg.ReadTimeout),
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -207,16 +207,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv.RegisterOnShutdown(s.hubs.closeAll)
 	// Tokens revoked by a sign-out stay refused across a restart.
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	if err := s.signOuts.load(lctx, s.now()); err != nil {
+	if err := s.Shoppers.Load(lctx); err != nil {
 		slog.Warn("sign-outs not loaded at start; retrying in the background", "err", err)
 	}
 	cancel()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.background(bg)
-	}()
+	var wg sync.WaitGroup
+	for _, chore := range append([]func(context.Context){s.Shoppers.Run, s.Outcomes.Run, s.evictLimits}, s.Chores...) {
+		wg.Go(func() { chore(bg) })
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -230,50 +229,34 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		err = srv.Shutdown(sctx)
 		cancel()
 	}
+	// The outcome counts flush once more as their chore stops.
 	stopBG()
-	<-done
-	// Counts gathered since the last tick still belong on the dashboard.
-	fctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if ferr := s.outcomes.flush(fctx); ferr != nil {
-		slog.Warn("final outcome flush failed", "err", ferr)
-	}
+	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err
 }
 
-// background runs the server's periodic chores until ctx ends.
-func (s *Server) background(ctx context.Context) {
-	if s.fast != nil {
-		go s.fast.Run(ctx)
-	}
-	go s.signOuts.run(ctx, s.now)
-	flush := time.NewTicker(time.Second)
-	defer flush.Stop()
-	evict := time.NewTicker(30 * time.Second)
-	defer evict.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-flush.C:
-			if err := s.outcomes.flush(ctx); err != nil && ctx.Err() == nil {
-				slog.Warn("outcome flush failed", "err", err)
-			}
-		case now := <-evict.C:
-			s.limits.evict(now)
-			s.logins.evict(now.Add(-time.Hour))
-			if s.limits.user != nil {
-				s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
-			}
-			if s.limits.perIP != nil {
-				s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
-			}
+// evictLimits drops idle limiter buckets until ctx ends.
+func (s *Server) evictLimits(ctx context.Context) {
+	wait.Every(ctx, 30*time.Second, func() {
+		now := s.Now()
+		s.limits.evict(now)
+		s.logins.evict(now.Add(-time.Hour))
+		if s.limits.user != nil {
+			s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
 		}
-	}
+		if s.limits.perIP != nil {
+			s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
+		}
+	})
 }
+
+// FlushOutcomes writes the outcome counts gathered so far to Redis, as Run
+// does once a second (for tests and tools that serve the Handler without
+// Run).
+func (s *Server) FlushOutcomes(ctx context.Context) error { return s.Outcomes.Flush(ctx) }
 
 // readyz answers 200 when every check passes, else 503 naming the failing
 // services. Both carry the dead-letter count when there is a bus to ask:
@@ -406,7 +389,7 @@ func (s *Server) accessLog(c *gin.Context) {
 // authenticate with bearer tokens.
 func (s *Server) sameOrigin(c *gin.Context) {
 	if err := s.csrf.Check(c.Request); err != nil {
-		abort(c, newError(http.StatusForbidden, "forbidden", "Cross-site request refused."))
+		abort(c, seckill.Errorf(seckill.CodeForbidden, "Cross-site request refused."))
 		return
 	}
 	c.Next()
@@ -425,15 +408,18 @@ func (s *Server) limitBody(n int64) gin.HandlerFunc {
 	}
 }
 
-func bodyTooLarge(n int64) *Error {
-	return newError(http.StatusRequestEntityTooLarge, "body_too_large", "Request body is larger than %d bytes.", n)
+func bodyTooLarge(n int64) error {
+	return seckill.Errorf(seckill.CodeBodyTooLarge, "Request body is larger than %d bytes.", n)
 }
+
+// errSaleID refuses a :id path parameter that is not a sale id.
+var errSaleID = invalid("Sale id must be a positive integer.")
 
 // saleID parses the :id path parameter.
 func saleID(c *gin.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, invalid("Sale id must be a positive integer.")
+		return 0, errSaleID
 	}
 	return id, nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/tickets"
 )
 
 func ticketPath(sale int64) string    { return fmt.Sprintf("/api/sales/%d/ticket", sale) }
@@ -43,7 +43,7 @@ func getTicket(t *testing.T, st *stack, sale int64, tok string, body any) string
 func solve(t *testing.T, ch string, difficulty int) string {
 	t.Helper()
 	for n := 0; n < 1<<26; n++ {
-		if nonce := strconv.Itoa(n); server.Solves(ch, nonce, difficulty) {
+		if nonce := strconv.Itoa(n); tickets.Solves(ch, nonce, difficulty) {
 			return nonce
 		}
 	}
@@ -68,9 +68,9 @@ func TestTicketRules(t *testing.T) {
 	tk := getTicket(t, st, guarded.ID, alice, map[string]any{})
 	otherTk := getTicket(t, st, other.ID, alice, map[string]any{})
 	bobTk := getTicket(t, st, guarded.ID, bob, map[string]any{})
-	key := server.TicketKey(servertest.JWTSecret)
-	expired := server.MintTicket(key, aliceID, guarded.ID, now.Add(-time.Second))
-	forged := server.MintTicket([]byte("another key"), aliceID, guarded.ID, now.Add(time.Minute))
+	key := tickets.Key(servertest.JWTSecret)
+	expired := tickets.Mint(key, aliceID, guarded.ID, now.Add(-time.Second))
+	forged := tickets.Mint([]byte("another key"), aliceID, guarded.ID, now.Add(time.Minute))
 	tampered := tk[:len(tk)-2] + "AA"
 	if tampered == tk {
 		tampered = tk[:len(tk)-2] + "BB"
@@ -203,7 +203,7 @@ func TestProofOfWork(t *testing.T) {
 	// A wrong nonce (one that does not solve it) uses the challenge up.
 	ch := challenge(alice)
 	wrong := 0
-	for server.Solves(ch, strconv.Itoa(wrong), difficulty) {
+	for tickets.Solves(ch, strconv.Itoa(wrong), difficulty) {
 		wrong++
 	}
 	wantPowInvalid("wrong nonce", ticket(alice, map[string]any{"challenge": ch, "nonce": strconv.Itoa(wrong)}))

@@ -15,9 +15,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/server"
+
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/server/servertest"
 )
 
@@ -378,11 +377,11 @@ func TestStockFallsBackToPolling(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#remaining")))
 	shopper.waitJS("polling mode", `document.querySelector("#mode").textContent.includes("every 2 s")`, 30*time.Second)
 
-	res, err := env.Inventory.Reserve(context.Background(), sale.ID, []inventory.Request{{
-		UserID: "poll-buyer", Qty: 2, RequestID: "poll-request-1", OrderID: orders.NewID(sale.ID),
+	d, err := env.Inventory.Reserve(context.Background(), sale.ID, []seckill.Buy{{
+		UserID: "poll-buyer", Qty: 2, RequestID: "poll-request-1", OrderID: seckill.NewOrderID(sale.ID),
 	}})
-	if err != nil || res[0].Err != nil || res[0].Remaining != 3 {
-		t.Fatalf("buy: %+v, %v", res, err)
+	if err != nil || d.Answers[0].Code != seckill.CodeOK || d.Answers[0].Remaining != 3 {
+		t.Fatalf("buy: %+v, %v", d, err)
 	}
 	shopper.waitJS("stock fell by polling", `document.querySelector("#remaining").textContent === "3"`, 10*time.Second)
 	shopper.checkConsole()
@@ -402,18 +401,20 @@ func TestHostileNamesRenderAsText(t *testing.T) {
 		rtl    = `סמארטפון <script>document.title='pwned'</script> 🎧`
 	)
 	now := time.Now().UTC().Truncate(time.Second)
-	created, err := srv.CreateSale(ctx, orders.Sale{Name: markup, Item: rtl, PriceCents: 4999, Total: 5,
+	v, err := srv.Sales.Create(ctx, seckill.Sale{Name: markup, Item: rtl, PriceCents: 4999, Total: 5,
 		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	created := v.Sale
 	// An older row, written before the API refused direction overrides.
-	legacy, err := env.Ledger.CreateSale(ctx, orders.Sale{Name: "invoice \u202efdp.exe", Item: "old item",
-		PriceCents: 100, Total: 5, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}, now)
+	legacy, err := env.Ledger.CreateSale(ctx, seckill.Sale{Name: "invoice \u202efdp.exe", Item: "old item",
+		PriceCents: 100, Total: 5, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Status: seckill.StatusActive, Buckets: 1}, now, func(sl seckill.Sale) error {
+		_, err := env.Inventory.Warm(ctx, sl)
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Inventory.Warm(ctx, server.StockOf(legacy, time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 

@@ -15,9 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/memory"
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest"
@@ -96,13 +97,13 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 }
 
 func (p *pipeline) relay(b bus.Bus) *worker.Relay {
-	rc := worker.RelayConfigOf(p.Config)
+	rc := system.RelayConfig(p.Config)
 	rc.Poll = 100 * time.Millisecond
 	return worker.NewRelay(p.Redis, p.Keys, p.Inventory, p.Ledger, b, p.metrics, rc)
 }
 
 func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {
-	return worker.New(b, ledger, p.Inventory, p.metrics, worker.ConfigOf(p.Config))
+	return worker.New(b, ledger, p.Inventory, p.metrics, system.WorkerConfig(p.Config))
 }
 
 // startAll runs a relay and a worker on the pipeline's own broker.
@@ -120,7 +121,7 @@ type bought struct {
 
 // buy sends n buys from n users (qty 1 or 2, within the limit) through the HTTP handler,
 // concurrency at a time, and returns the accepted ones.
-func (p *pipeline) buy(t *testing.T, sale orders.Sale, n, concurrency int, tag string) []bought {
+func (p *pipeline) buy(t *testing.T, sale seckill.Sale, n, concurrency int, tag string) []bought {
 	t.Helper()
 	h := p.srv.Handler()
 	var (
@@ -179,7 +180,7 @@ func (p *pipeline) waitPersisted(t *testing.T, sale int64, n int, d time.Duratio
 
 // checkLedger asserts that MySQL holds exactly the accepted orders, each
 // once, with its sale movement, quantities and amounts matching.
-func (p *pipeline) checkLedger(t *testing.T, sale orders.Sale, accepted []bought) {
+func (p *pipeline) checkLedger(t *testing.T, sale seckill.Sale, accepted []bought) {
 	t.Helper()
 	os, err := p.Ledger.SaleOrders(context.Background(), sale.ID)
 	if err != nil {
@@ -221,9 +222,7 @@ func (p *pipeline) checkLedger(t *testing.T, sale orders.Sale, accepted []bought
 
 // reconciler checks Redis against MySQL.
 func (p *pipeline) reconciler() *worker.Reconciler {
-	keep := p.Config.PaymentWindow + p.Config.SaleRetention
-	return worker.NewReconciler(p.Inventory, p.Ledger, func(sl orders.Sale) inventory.Sale { return server.StockOf(sl, keep) },
-		worker.ReconcilerConfigOf(p.Config, p.broker))
+	return worker.NewReconciler(p.Inventory, p.Ledger, system.ReconcilerConfig(p.Config, p.broker))
 }
 
 // checkReconciles waits for the pipeline to settle and requires no drift.

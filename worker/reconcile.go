@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
-	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -21,10 +21,8 @@ import (
 type Reconciler struct {
 	inv    *inventory.Store
 	ledger *orders.Store
-	// stock turns a ledger sale into its Redis form (expiry included).
-	stock func(orders.Sale) inventory.Sale
-	cfg   ReconcilerConfig
-	now   func() time.Time
+	cfg    ReconcilerConfig
+	now    func() time.Time
 }
 
 // ReconcilerConfig tunes a Reconciler.
@@ -40,14 +38,9 @@ type ReconcilerConfig struct {
 	Bus bus.Bus
 }
 
-// ReconcilerConfigOf takes a reconciler's settings from the configuration.
-func ReconcilerConfigOf(c configs.Config, b bus.Bus) ReconcilerConfig {
-	return ReconcilerConfig{Grace: c.ReconcileGrace, Window: c.PaymentWindow, Bus: b}
-}
-
 // NewReconciler returns a Reconciler.
-func NewReconciler(inv *inventory.Store, ledger *orders.Store, stock func(orders.Sale) inventory.Sale, cfg ReconcilerConfig) *Reconciler {
-	return &Reconciler{inv: inv, ledger: ledger, stock: stock, cfg: cfg, now: time.Now}
+func NewReconciler(inv *inventory.Store, ledger *orders.Store, cfg ReconcilerConfig) *Reconciler {
+	return &Reconciler{inv: inv, ledger: ledger, cfg: cfg, now: time.Now}
 }
 
 // Report is the comparison of one sale.
@@ -75,7 +68,7 @@ type Report struct {
 // Missing is an order accepted in Redis that has not reached the ledger
 // within the grace period.
 type Missing struct {
-	Order inventory.AcceptedOrder
+	Order seckill.Event
 	// Where it is: "outbox" (the relay has not published it), "dead-letter
 	// queue", "queue" (not found in either, while the orders queue holds
 	// messages), "nowhere" (lost), or "unknown" (no bus to ask).
@@ -109,13 +102,13 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 		return rep, err
 	}
 	var (
-		led orders.Ledger
-		os  []orders.Order
+		led seckill.Totals
+		os  []seckill.Order
 	)
 	// One transaction: a consistent MySQL snapshot, taken after Redis's.
 	err = rc.ledger.InTx(ctx, func(tx *orders.Store) error {
 		var err error
-		if led, err = tx.Ledger(ctx, sale); err != nil {
+		if led, err = tx.Totals(ctx, sale); err != nil {
 			return err
 		}
 		os, err = tx.SaleOrders(ctx, sale)
@@ -132,16 +125,16 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 	var allUnits, cancelledUnits int64
 	for _, o := range os {
 		allUnits += o.Qty
-		if o.Status == orders.StatusCancelled {
+		if o.Status == seckill.OrderCancelled {
 			cancelledUnits += o.Qty
 		}
 	}
 	if led.Available() != led.Total-led.Sold() {
 		drift("ledger: movements sum to %d, total - sold is %d", led.Available(), led.Total-led.Sold())
 	}
-	if -led.Movements[orders.ReasonSale] != allUnits || led.Movements[orders.ReasonCancel] != cancelledUnits {
+	if -led.Movements[seckill.ReasonSale] != allUnits || led.Movements[seckill.ReasonCancel] != cancelledUnits {
 		drift("ledger: sale movements %d / cancel movements %d, orders hold %d / cancelled %d units",
-			-led.Movements[orders.ReasonSale], led.Movements[orders.ReasonCancel], allUnits, cancelledUnits)
+			-led.Movements[seckill.ReasonSale], led.Movements[seckill.ReasonCancel], allUnits, cancelledUnits)
 	}
 
 	if !snap.Present {
@@ -176,7 +169,7 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 	if st.Total+snap.InTransit != led.Total {
 		drift("total: redis %d (%d of them between buckets), ledger %d", st.Total+snap.InTransit, snap.InTransit, led.Total)
 	}
-	persisted := make(map[string]orders.Order, len(os))
+	persisted := make(map[string]seckill.Order, len(os))
 	for _, o := range os {
 		persisted[o.ID] = o
 		a, ok := snap.Accepted[o.ID]
@@ -187,13 +180,13 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 			// Accepted after the Redis snapshot.
 		case a.UserID != o.UserID || a.Qty != o.Qty:
 			drift("order %s: redis says %s x%d, ledger %s x%d", o.ID, a.UserID, a.Qty, o.UserID, o.Qty)
-		case snap.Released[o.ID] && o.Status != orders.StatusCancelled:
+		case snap.Released[o.ID] && o.Status != seckill.OrderCancelled:
 			drift("order %s: released in redis but %s in the ledger", o.ID, o.Status)
-		case !snap.Released[o.ID] && o.Status == orders.StatusCancelled:
+		case !snap.Released[o.ID] && o.Status == seckill.OrderCancelled:
 			rep.Unreleased++
 		}
 	}
-	var stale []inventory.AcceptedOrder
+	var stale []seckill.Event
 	for id, a := range snap.Accepted {
 		if _, ok := persisted[id]; !ok {
 			rep.InFlight++
@@ -201,7 +194,7 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 			if snap.Released[id] {
 				drift("order %s: released in redis but not in the ledger", id)
 			}
-			if snap.At.Sub(a.At) > rc.cfg.Grace {
+			if snap.At.Sub(a.Time()) > rc.cfg.Grace {
 				stale = append(stale, a)
 			}
 		}
@@ -213,7 +206,7 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 		}
 		for _, m := range rep.Missing {
 			drift("order %s accepted %s ago is not in the ledger; it is in: %s",
-				m.Order.OrderID, snap.At.Sub(m.Order.At).Round(time.Second), m.Where)
+				m.Order.OrderID, snap.At.Sub(m.Order.Time()).Round(time.Second), m.Where)
 		}
 	}
 	if rep.Settled() && (st.Sold != led.Sold() || st.Available+snap.InTransit != led.Available()) {
@@ -238,16 +231,16 @@ func (rc *Reconciler) Wait(ctx context.Context, sale int64, d time.Duration) (Re
 	}
 }
 
-// locate says where each missing order is: in the sale's outbox, in the
-// dead-letter queue, or neither.
-func (rc *Reconciler) locate(ctx context.Context, sale int64, missing []inventory.AcceptedOrder) ([]Missing, error) {
+// locate says where each missing order is: in the sale's outbox (of any
+// of its parts), in the dead-letter queue, or neither.
+func (rc *Reconciler) locate(ctx context.Context, sale int64, missing []seckill.Event) ([]Missing, error) {
 	where := map[string]string{}
-	entries, err := rc.inv.OutboxEntries(ctx, sale)
+	entries, err := rc.inv.Outbox(ctx, sale)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range entries {
-		evs, _ := inventory.ParseOutboxEntry(e.Values)
+		evs, _ := inventory.DecodeOutbox(e.Values)
 		for _, ev := range evs {
 			where[ev.OrderID] = "outbox"
 		}
@@ -302,16 +295,13 @@ func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing
 		return 0, err
 	}
 	now := rc.now()
-	os := make([]orders.Order, 0, len(missing))
+	os := make([]seckill.Order, 0, len(missing))
 	var latest time.Time
 	for _, m := range missing {
-		a := m.Order
-		price := a.PriceCents
-		if price < 0 { // an old record without its price: the sale's
-			price = st.PriceCents
+		ev := m.Order
+		if ev.PriceCents < 0 { // an old record without its price: the sale's
+			ev.PriceCents = st.PriceCents
 		}
-		ev := orders.Event{OrderID: a.OrderID, SaleID: sale, UserID: a.UserID, Qty: a.Qty, PriceCents: price,
-			RequestID: a.RequestID, At: a.At.UnixMilli()}
 		if err := ev.Validate(); err != nil {
 			return 0, fmt.Errorf("worker: redrive: %w", err)
 		}
@@ -357,7 +347,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 		return err
 	}
 	if snap.Present {
-		if _, err := rc.inv.SetStatus(ctx, sale, "pause"); err != nil && !errors.Is(err, inventory.ErrEnded) {
+		if _, err := rc.inv.SetStatus(ctx, sale, seckill.ActionPause); err != nil && !errors.Is(err, seckill.ErrEnded) {
 			return err
 		}
 		rep, err := rc.Wait(ctx, sale, d)
@@ -372,7 +362,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 	if err != nil {
 		return err
 	}
-	led, err := rc.ledger.Ledger(ctx, sale)
+	led, err := rc.ledger.Totals(ctx, sale)
 	if err != nil {
 		return err
 	}
@@ -380,18 +370,16 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 	if err != nil {
 		return err
 	}
-	accepted := make([]inventory.AcceptedOrder, len(os))
+	accepted := make([]seckill.Event, len(os))
 	cancelled := map[string]bool{}
 	for i, o := range os {
-		accepted[i] = inventory.AcceptedOrder{OrderID: o.ID, SaleID: sale, UserID: o.UserID, Qty: o.Qty,
-			RequestID: o.RequestID, At: o.CreatedAt, PriceCents: o.UnitPriceCents}
-		if o.Status == orders.StatusCancelled {
+		accepted[i] = o.Event()
+		if o.Status == seckill.OrderCancelled {
 			cancelled[o.ID] = true
 		}
 	}
-	st := rc.stock(sl)
-	st.Total, st.Sold = led.Total, led.Sold()
-	return rc.inv.Rebuild(ctx, st, accepted, cancelled)
+	sl.Total = led.Total
+	return rc.inv.Rebuild(ctx, sl, led.Sold(), accepted, cancelled)
 }
 
 // Watch reconciles every live sale every interval until ctx ends, and

@@ -15,10 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
-	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 )
 
 // relayGroup is the consumer group of every outbox stream.
@@ -48,13 +47,6 @@ type RelayConfig struct {
 	Lookback time.Duration
 	// Poll is how often the list of live sales is refreshed.
 	Poll time.Duration
-}
-
-// RelayConfigOf takes a relay's settings from the configuration.
-func RelayConfigOf(c configs.Config) RelayConfig {
-	return RelayConfig{
-		Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Lookback: c.PaymentWindow + c.SaleRetention,
-	}
 }
 
 // Relay publishes the order events of every live sale's outbox stream to
@@ -134,7 +126,7 @@ func (r *Relay) liveParts(ctx context.Context) (map[inventory.Part]bool, error) 
 	live := map[inventory.Part]bool{}
 	for _, id := range ids {
 		parts, perr := r.parts.Parts(ctx, id)
-		if errors.Is(perr, inventory.ErrSaleNotFound) {
+		if errors.Is(perr, seckill.ErrSaleNotFound) {
 			parts, perr = []inventory.Part{inventory.First(id)}, nil
 		}
 		if perr != nil {
@@ -339,7 +331,7 @@ type message struct {
 // without holding up its neighbours.
 func pack(entries []redis.XMessage, size int) []message {
 	var out []message
-	var evs []orders.Event
+	var evs []seckill.Event
 	var ids []string
 	flush := func() {
 		if len(evs) > 0 {
@@ -349,7 +341,7 @@ func pack(entries []redis.XMessage, size int) []message {
 		}
 	}
 	for _, e := range entries {
-		es, err := inventory.ParseOutboxEntry(e.Values)
+		es, err := inventory.DecodeOutbox(e.Values)
 		if err != nil {
 			flush()
 			body, err := json.Marshal(e.Values)

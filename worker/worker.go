@@ -17,9 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
-	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -41,14 +40,6 @@ type Config struct {
 	// still take to be written (the ledger may be down); past it the batch
 	// is left unacknowledged and goes back to the queue.
 	Grace time.Duration
-}
-
-// ConfigOf takes a worker's settings from the configuration.
-func ConfigOf(c configs.Config) Config {
-	return Config{
-		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
-		Consumers: c.WorkerConsumers, Grace: c.ShutdownTimeout,
-	}
 }
 
 // Releaser returns a cancelled order's units to its sale, exactly once.
@@ -179,7 +170,7 @@ func approxEvents(body []byte) int {
 func (w *Worker) processOrders(ctx context.Context, batch []bus.Delivery) error {
 	now := w.now()
 	good := make([]bus.Delivery, 0, len(batch))
-	var os []orders.Order
+	var os []seckill.Order
 	ends := make([]int, 0, len(batch)) // good[i] carries os[ends[i-1]:ends[i]]
 	for _, d := range batch {
 		evs, err := DecodeEvents(d.Body)
@@ -217,8 +208,8 @@ func (w *Worker) processOrders(ctx context.Context, batch []bus.Delivery) error 
 	return ackAll(good)
 }
 
-func (w *Worker) processOneByOne(ctx context.Context, ds []bus.Delivery, os []orders.Order, ends []int) error {
-	var written []orders.Order
+func (w *Worker) processOneByOne(ctx context.Context, ds []bus.Delivery, os []seckill.Order, ends []int) error {
+	var written []seckill.Order
 	var done []bus.Delivery
 	for i, d := range ds {
 		first := 0
@@ -260,7 +251,7 @@ func ackAll(ds []bus.Delivery) error {
 
 // write inserts orders in one transaction, waiting out any failure that
 // is not the ledger refusing the data: the messages are held meanwhile.
-func (w *Worker) write(ctx context.Context, os []orders.Order) error {
+func (w *Worker) write(ctx context.Context, os []seckill.Order) error {
 	return w.retry(ctx, "writing orders", func() error {
 		return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) })
 	})
@@ -292,13 +283,13 @@ func (w *Worker) retry(ctx context.Context, what string, fn func() error) error 
 // DecodeEvents reads a message body strictly: one event, or a JSON array
 // of them as the relay packs them. Any error makes the whole message
 // malformed.
-func DecodeEvents(body []byte) ([]orders.Event, error) {
-	var evs []orders.Event
+func DecodeEvents(body []byte) ([]seckill.Event, error) {
+	var evs []seckill.Event
 	var err error
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
 		err = strictJSON(body, &evs)
 	} else {
-		evs = make([]orders.Event, 1)
+		evs = make([]seckill.Event, 1)
 		err = strictJSON(body, &evs[0])
 	}
 	if err != nil {
@@ -374,7 +365,7 @@ func DecodeTimeout(body []byte) (TimeoutMessage, error) {
 // scheduleTimeouts sends one timeout message for the orders, to arrive
 // when their payment window has passed, and waits for the broker's
 // confirm; the orders' messages are acknowledged only after.
-func (w *Worker) scheduleTimeouts(ctx context.Context, os []orders.Order) error {
+func (w *Worker) scheduleTimeouts(ctx context.Context, os []seckill.Order) error {
 	return ScheduleTimeouts(ctx, w.bus, os, w.cfg.Window)
 }
 
@@ -382,7 +373,7 @@ func (w *Worker) scheduleTimeouts(ctx context.Context, os []orders.Order) error 
 // delay. New orders wait out the payment window (one delay, so RabbitMQ
 // keeps one delay queue); orders re-armed after a restart wait what is
 // left of theirs.
-func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []orders.Order, delay time.Duration) error {
+func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []seckill.Order, delay time.Duration) error {
 	if len(os) == 0 {
 		return nil
 	}
@@ -469,11 +460,11 @@ func (w *Worker) expire(ctx context.Context, d bus.Delivery) error {
 }
 
 func (w *Worker) expireOne(ctx context.Context, id string) error {
-	var o orders.Order
+	var o seckill.Order
 	err := w.retry(ctx, "cancelling an order", func() error {
 		var err error
 		o, err = w.ledger.Cancel(ctx, id, w.now())
-		if errors.Is(err, orders.ErrPaid) || errors.Is(err, orders.ErrNotFound) {
+		if errors.Is(err, seckill.ErrOrderPaid) || errors.Is(err, seckill.ErrOrderNotFound) {
 			return nil
 		}
 		return err
@@ -484,7 +475,7 @@ func (w *Worker) expireOne(ctx context.Context, id string) error {
 	case o.ID == "":
 		slog.Warn("worker: timeout for an unknown order", "order", id)
 		return nil
-	case o.Status == orders.StatusPaid:
+	case o.Status == seckill.OrderPaid:
 		return nil
 	}
 	// Cancelled, now or by an earlier delivery: release is idempotent, so a
@@ -492,7 +483,7 @@ func (w *Worker) expireOne(ctx context.Context, id string) error {
 	bo := newBackoff()
 	for {
 		_, released, err := w.stock.Release(ctx, o.SaleID, o.ID, o.UserID, o.Qty)
-		if err == nil || errors.Is(err, inventory.ErrSaleNotFound) {
+		if err == nil || errors.Is(err, seckill.ErrSaleNotFound) {
 			if released {
 				w.metrics.cancelled.Inc()
 			}

@@ -17,7 +17,10 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/bus/memory"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server/servertest"
@@ -38,7 +41,7 @@ func testPipelineHappyPath(t *testing.T, p *pipeline) {
 	p.waitPersisted(t, sale.ID, 2000, 30*time.Second)
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
-	if n := p.Redis.XLen(context.Background(), p.Keys.Outbox(sale.ID)).Val(); n != 0 {
+	if n := p.Redis.XLen(context.Background(), p.Keys.Of(inventory.First(sale.ID)).Outbox()).Val(); n != 0 {
 		t.Errorf("outbox still holds %d events", n)
 	}
 }
@@ -179,7 +182,7 @@ func testDeadRelayDuplicatesAbsorbed(t *testing.T, p *pipeline) {
 
 	// The dead relay: reads the events into its pending list, publishes them
 	// with confirms, never acknowledges them in the stream.
-	stream := p.Keys.Outbox(sale.ID)
+	stream := p.Keys.Of(inventory.First(sale.ID)).Outbox()
 	if err := p.Redis.XGroupCreate(ctx, stream, "relay", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +192,7 @@ func testDeadRelayDuplicatesAbsorbed(t *testing.T, p *pipeline) {
 	}
 	published := 0
 	for _, m := range res[0].Messages {
-		evs, err := inventory.ParseOutboxEntry(m.Values)
+		evs, err := inventory.DecodeOutbox(m.Values)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +234,7 @@ func testPoisonMessagesDeadLettered(t *testing.T, p *pipeline) {
 	p.startAll(t)
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 1000, Limit: 2, PriceCents: 100})
 	var accepted []bought
-	unknownSale := orders.Event{OrderID: ulid.Make().String() + "-999999999", SaleID: 999999999, UserID: "ghost",
+	unknownSale := seckill.Event{OrderID: ulid.Make().String() + "-999999999", SaleID: 999999999, UserID: "ghost",
 		Qty: 1, PriceCents: 1, RequestID: "ghost-request", At: time.Now().UnixMilli()}
 	unknownBody, _ := json.Marshal(unknownSale)
 	badPack, _ := json.Marshal([]any{unknownSale, map[string]any{"order_id": "y"}})
@@ -243,7 +246,7 @@ func testPoisonMessagesDeadLettered(t *testing.T, p *pipeline) {
 	// An outbox entry the relay cannot read travels alone, so the events
 	// packed around it still arrive.
 	err := p.Redis.XAdd(context.Background(), &redis.XAddArgs{
-		Stream: p.Keys.Outbox(sale.ID), Values: map[string]any{"order_id": "broken", "qty": "many"},
+		Stream: p.Keys.Of(inventory.First(sale.ID)).Outbox(), Values: map[string]any{"order_id": "broken", "qty": "many"},
 	}).Err()
 	if err != nil {
 		t.Fatal(err)
@@ -295,9 +298,9 @@ func testPaymentTimeout(t *testing.T, p *pipeline) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := orders.StatusCancelled
+		want := seckill.OrderCancelled
 		if paid[b.OrderID] {
-			want = orders.StatusPaid
+			want = seckill.OrderPaid
 		}
 		if o.Status != want {
 			t.Errorf("order %s is %s, want %s", o.ID, o.Status, want)
@@ -362,14 +365,14 @@ func testPayRacesTimeout(t *testing.T, p *pipeline) {
 		return pending == 0, fmt.Sprint(pending, " pending")
 	})
 	var paidUnits int64
-	counts := map[string]int{}
+	counts := map[seckill.OrderStatus]int{}
 	for i, b := range accepted {
 		o, _ := p.Ledger.Order(ctx, b.OrderID)
 		counts[o.Status]++
 		switch {
-		case answers[i] == http.StatusOK && o.Status == orders.StatusPaid && o.CancelledAt == nil:
+		case answers[i] == http.StatusOK && o.Status == seckill.OrderPaid && o.CancelledAt == nil:
 			paidUnits += o.Qty
-		case answers[i] == http.StatusConflict && o.Status == orders.StatusCancelled && o.PaidAt == nil:
+		case answers[i] == http.StatusConflict && o.Status == seckill.OrderCancelled && o.PaidAt == nil:
 		default:
 			t.Errorf("order %s: pay answered %d, order is %s (paid_at %v, cancelled_at %v)", o.ID, answers[i], o.Status, o.PaidAt, o.CancelledAt)
 		}
@@ -408,18 +411,18 @@ func testReconcile(t *testing.T, p *pipeline) {
 	p.checkReconciles(t, sale.ID)
 
 	// Tampering with a counter is drift.
-	p.Redis.HIncrBy(ctx, p.Keys.Stock(sale.ID), "sold", 1)
+	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Stock(), "sold", 1)
 	rep, err := rc.Check(ctx, sale.ID)
 	if err != nil || len(rep.Drift) == 0 {
 		t.Fatalf("tampered sold not reported: %+v, %v", rep, err)
 	}
 	t.Logf("drift reported: %v", rep.Drift)
-	p.Redis.HIncrBy(ctx, p.Keys.Stock(sale.ID), "sold", -1)
-	p.Redis.HIncrBy(ctx, p.Keys.Buyers(sale.ID), "rec-user-3", 1)
+	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Stock(), "sold", -1)
+	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Buyers(), "rec-user-3", 1)
 	if rep, _ := rc.Check(ctx, sale.ID); len(rep.Drift) == 0 {
 		t.Fatalf("tampered buyer not reported: %+v", rep)
 	}
-	p.Redis.HIncrBy(ctx, p.Keys.Buyers(sale.ID), "rec-user-3", -1)
+	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Buyers(), "rec-user-3", -1)
 
 	// Redis loses everything (of this deployment).
 	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
@@ -467,7 +470,7 @@ func TestWorkerCrashLoop(t *testing.T) {
 		t.Fatalf("%d of 1000 buys accepted", len(accepted))
 	}
 	servertest.WaitFor(t, 30*time.Second, "the relay to publish every order", func() (bool, string) {
-		n := p.Redis.XLen(ctx, p.Keys.Outbox(sale.ID)).Val()
+		n := p.Redis.XLen(ctx, p.Keys.Of(inventory.First(sale.ID)).Outbox()).Val()
 		return n == 0, fmt.Sprint(n, " entries in the outbox")
 	})
 
@@ -533,16 +536,16 @@ func testReconcileFindsLostOrders(t *testing.T, p *pipeline) {
 	ctx := context.Background()
 	rc := p.reconciler()
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 100, Limit: 2, PriceCents: 250})
-	stream := p.Keys.Outbox(sale.ID)
+	stream := p.Keys.Of(inventory.First(sale.ID)).Outbox()
 	// takeOutbox removes the outbox entries so far and returns their events.
-	takeOutbox := func() []orders.Event {
+	takeOutbox := func() []seckill.Event {
 		entries, err := p.Redis.XRange(ctx, stream, "-", "+").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var evs []orders.Event
+		var evs []seckill.Event
 		for _, e := range entries {
-			es, err := inventory.ParseOutboxEntry(e.Values)
+			es, err := inventory.DecodeOutbox(e.Values)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -632,7 +635,7 @@ func TestBucketedSalePipeline(t *testing.T) {
 	}
 
 	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
-	p.Inventory = inventory.New(p.Redis, p.Keys) // a process that never saw the sale
+	p.Inventory = inventory.New(p.Redis, system.InventoryConfig(p.Config)) // a process that never saw the sale
 	if err := p.reconciler().Repair(ctx, sale.ID, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -653,4 +656,43 @@ func TestBucketedSalePipeline(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReconcileLocatesBucketedOutbox: orders of a bucketed sale waiting in
+// the outbox of any bucket, past the grace period, are reported as in the
+// outbox, not as lost (the reconciler once read the first bucket's outbox
+// only).
+func TestReconcileLocatesBucketedOutbox(t *testing.T) {
+	p := barePipeline(t, "SECKILL_RECONCILE_GRACE=1s")
+	b := memory.New()
+	t.Cleanup(func() { b.Close() })
+	p.broker = b
+	ctx := context.Background()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 100, Limit: 2, PriceCents: 100, Buckets: 3})
+	waiting := p.buy(t, sale, 30, 8, "bucket-waiting") // no relay runs: every order waits in its bucket's outbox
+	parts, err := p.Inventory.Parts(ctx, sale.ID)
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("parts: %v, %v", parts, err)
+	}
+	inOthers := 0
+	for _, part := range parts[1:] {
+		inOthers += int(p.Redis.XLen(ctx, p.Keys.Of(part).Outbox()).Val())
+	}
+	if inOthers == 0 {
+		t.Fatal("no order landed in a bucket but the first: the test proves nothing")
+	}
+	rc := p.reconciler()
+	var rep worker.Report
+	servertest.WaitFor(t, 20*time.Second, "every order reported missing", func() (bool, string) {
+		rep, err = rc.Check(ctx, sale.ID)
+		return err == nil && len(rep.Missing) == len(waiting), fmt.Sprintf("%d missing, %v", len(rep.Missing), err)
+	})
+	for _, m := range rep.Missing {
+		if m.Where != "outbox" {
+			t.Errorf("order %s waits in its bucket's outbox, reported in %q", m.Order.OrderID, m.Where)
+		}
+	}
+	p.startAll(t)
+	p.waitPersisted(t, sale.ID, len(waiting), 30*time.Second)
+	p.checkReconciles(t, sale.ID)
 }

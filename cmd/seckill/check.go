@@ -10,7 +10,7 @@ import (
 
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -35,7 +35,7 @@ func check(ctx context.Context, out io.Writer, cfg configs.Config) error {
 		probe       func(context.Context) error
 	}{
 		{"redis", cfg.RedisAddr + cfg.RedisSentinels, func(ctx context.Context) error {
-			rdb, err := inventory.Open(ctx, cfg)
+			rdb, err := system.OpenRedis(ctx, cfg)
 			if err == nil {
 				rdb.Close()
 			}

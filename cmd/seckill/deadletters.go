@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -38,21 +39,21 @@ each order once); malformed ones stay.`)
 	if err := notEmbedded(cfg, "deadletters"); err != nil {
 		return err
 	}
-	sys, err := open(ctx, cfg)
+	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
+	defer sys.Close()
 	switch verb {
 	case "list":
-		return listDeadLetters(ctx, os.Stdout, sys.bus, *limit)
+		return listDeadLetters(ctx, os.Stdout, sys.Bus, *limit)
 	case "replay":
-		n, err := sys.bus.Replay(ctx, replayable)
+		n, err := sys.Bus.Replay(ctx, replayable)
 		fmt.Printf("replayed %d dead letters\n", n)
 		if err != nil {
 			return err
 		}
-		return listDeadLetters(ctx, os.Stdout, sys.bus, *limit)
+		return listDeadLetters(ctx, os.Stdout, sys.Bus, *limit)
 	}
 	return fmt.Errorf("%w: deadletters %q: want list or replay", errUsage, verb)
 }

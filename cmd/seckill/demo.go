@@ -3,35 +3,43 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/sales"
 )
 
 // Demo sale: opens demoOpensIn after start, sells demoUnits to a crowd of
 // simulated shoppers buying at demoRate a second, so the shopper page's
 // stock falls and the dashboard moves for a minute or so.
 const (
+	demoName    = "Demo drop"
+	demoItem    = "Mechanical keyboard K2"
 	demoOpensIn = 8 * time.Second
 	demoUnits   = 400
 	demoRate    = 6
 	demoUsers   = 300
 )
 
-// runDemo creates the demo sale, prints where to look, and runs the crowd
-// (the load tool at a gentle rate) until the sale ends or ctx does.
-func runDemo(ctx context.Context, cfg configs.Config, srv *server.Server, addr string) error {
+// runDemo ends the demo sales an earlier demo left on sale, creates a new
+// one, prints where to look, and runs the crowd (the load tool at a gentle
+// rate) until the sale ends or ctx does.
+func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr string) error {
+	if err := endDemos(ctx, svc); err != nil {
+		return err
+	}
 	now := time.Now().UTC().Truncate(time.Second)
-	sale, err := srv.CreateSale(ctx, orders.Sale{
-		Name: "Demo drop", Item: "Mechanical keyboard K2", PriceCents: 4999, Total: demoUnits, PerUserLimit: 2,
+	v, err := svc.Create(ctx, seckill.Sale{
+		Name: demoName, Item: demoItem, PriceCents: 4999, Total: demoUnits, PerUserLimit: 2,
 		StartsAt: now.Add(demoOpensIn), EndsAt: now.Add(30 * time.Minute),
 	})
 	if err != nil {
 		return fmt.Errorf("demo sale: %w", err)
 	}
+	sale := v.Sale
 	base := "http://" + addr
 	fmt.Printf("  demo: a sale of %d keyboards opens in %s; %d simulated shoppers then buy about %d a second.\n"+
 		"    watch it: %s/#/sales/%d\n    dashboard: %s/admin#/sales/%d\n\n",
@@ -49,4 +57,24 @@ func runDemo(ctx context.Context, cfg configs.Config, srv *server.Server, addr s
 		return nil
 	}
 	return err
+}
+
+// endDemos ends the demo sales still on from an earlier run (in the same
+// data directory), so a second demo does not stand beside the first.
+func endDemos(ctx context.Context, svc *sales.Service) error {
+	vs, err := svc.All(ctx)
+	if err != nil {
+		return fmt.Errorf("demo: listing sales: %w", err)
+	}
+	now := time.Now()
+	for _, v := range vs {
+		if v.Sale.Name != demoName || v.Sale.Item != demoItem || v.Phase(now) == seckill.PhaseEnded {
+			continue
+		}
+		if _, err := svc.Act(ctx, v.Sale.ID, seckill.ActionEnd); err != nil {
+			return fmt.Errorf("demo: ending the earlier demo sale %d: %w", v.Sale.ID, err)
+		}
+		slog.Info("demo: ended the demo sale an earlier demo left on sale", "sale", v.Sale.ID)
+	}
+	return nil
 }

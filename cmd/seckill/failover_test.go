@@ -320,7 +320,7 @@ func TestClusterFailover(t *testing.T) {
 				env: []string{"SECKILL_REDIS_ADDR=" + cluster.Addrs(), "SECKILL_REDIS_WAIT_REPLICAS=" + replicas,
 					"SECKILL_REDIS_WAIT_TIMEOUT=200ms"},
 				kill: func(t *testing.T) string {
-					addr, err := cluster.MasterOf(inventory.NewKeys("any").Stock(1))
+					addr, err := cluster.MasterOf(inventory.NewKeys("any").Of(inventory.First(1)).Stock())
 					if err != nil {
 						t.Error(err)
 						return "nothing"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -32,16 +33,16 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 	if err := notEmbedded(cfg, "reconcile"); err != nil {
 		return err
 	}
-	sys, err := open(ctx, cfg)
+	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
+	defer sys.Close()
 	keep := cfg.PaymentWindow + cfg.SaleRetention
-	rc := sys.reconciler()
+	rc := sys.Reconciler()
 	ids := []int64{*sale}
 	if *sale == 0 {
-		if ids, err = sys.ledger.SaleIDs(ctx, time.Now().Add(-keep)); err != nil {
+		if ids, err = sys.Ledger.SaleIDs(ctx, time.Now().Add(-keep)); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/server"
 )
 
@@ -49,12 +50,12 @@ func runMigrate(ctx context.Context, cfg configs.Config, args []string) error {
 }
 
 func migrate(ctx context.Context, cfg configs.Config) error {
-	db, err := openMySQL(ctx, cfg)
+	db, err := system.OpenMySQL(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return applyMigrations(ctx, db)
+	return system.Migrate(ctx, db)
 }
 
 // serve runs the HTTP server and the outbox relay (and, for `all`, the
@@ -63,24 +64,16 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 // its batch, close connections.
 func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error {
 	slog.Info("starting", "config", cfg)
-	sys, err := open(ctx, cfg)
+	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
+	defer sys.Close()
 	// `all` is the whole system in one process: it migrates first.
-	if err := sys.prepare(ctx, withWorker); err != nil {
+	if err := sys.Prepare(ctx, withWorker); err != nil {
 		return err
 	}
-
-	srv, err := server.New(cfg, server.Deps{
-		Redis:       sys.rdb,
-		Inventory:   sys.inv,
-		Ledger:      sys.ledger,
-		Registry:    sys.registry,
-		Ready:       sys.ready(),
-		DeadLetters: sys.deadLetters,
-	})
+	srv, err := sys.Server(sys.Registry, nil)
 	if err != nil {
 		return err
 	}
@@ -98,26 +91,21 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 		defer stop()
 	}
 	background := context.WithoutCancel(ctx)
-	stopRelay := start(background, "relay", sys.relay().Run)
-	stopRebalancer := start(background, "rebalancer", func(ctx context.Context) error {
-		sys.inv.RunRebalancer(ctx, sys.ledger, cfg.PaymentWindow+cfg.SaleRetention, time.Second)
-		return nil
-	})
+	stopRelay := start(background, "relay", sys.Relay().Run)
+	stopRebalancer := start(background, "rebalancer", sys.RunRebalancer)
 	defer stopRebalancer()
 	stopWorker := func() {}
 	if withWorker {
-		stopWorker = start(background, "worker", sys.runWorkers)
+		stopWorker = start(background, "worker", sys.RunWorkers)
 	}
 	if demo {
-		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv, ln.Addr().String()) })
+		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv.Sales, ln.Addr().String()) })
 		defer stopDemo()
 	}
 	err = srv.Run(ctx, ln)
 	slog.Info("http server stopped; flushing the relay")
 	stopRelay()
-	if sys.embedded {
-		sys.drain(background)
-	}
+	sys.Drain(background)
 	slog.Info("relay stopped; stopping the worker")
 	stopWorker()
 	slog.Info("stopped")
@@ -125,9 +113,9 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 }
 
 // banner tells the person who started the server where to look.
-func banner(cfg configs.Config, sys *system, addr string) {
+func banner(cfg configs.Config, sys *system.System, addr string) {
 	how := "on the configured Redis, RabbitMQ and MySQL"
-	if sys.embedded {
+	if sys.Embedded {
 		how = fmt.Sprintf("embedded: Redis, the message bus and the SQLite ledger (%s) run in this process", cfg.DataDir)
 	}
 	fmt.Printf("\n  Seckill is running, %s.\n    shop:  http://%s/\n    admin: http://%s/admin\n", how, addr, addr)
@@ -172,12 +160,12 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 		return err
 	}
 	slog.Info("starting worker", "config", cfg)
-	sys, err := open(ctx, cfg)
+	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
-	if err := sys.prepare(ctx, false); err != nil {
+	defer sys.Close()
+	if err := sys.Prepare(ctx, false); err != nil {
 		return err
 	}
 	if cfg.WorkerMetricsAddr != "" {
@@ -188,17 +176,17 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 		defer stop()
 	}
 	slog.Info("worker started")
-	return sys.runWorkers(ctx)
+	return sys.RunWorkers(ctx)
 }
 
 // serveOps serves the operations listener (/metrics, /healthz, /readyz,
 // /debug/pprof/) on addr, the value of the setting named.
-func serveOps(ctx context.Context, addr, setting string, sys *system) (stop func(), err error) {
+func serveOps(ctx context.Context, addr, setting string, sys *system.System) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (%s): %w", addr, setting, err)
 	}
-	srv := &http.Server{Handler: server.OpsHandler(sys.registry, sys.ready()), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: server.OpsHandler(sys.Registry, sys.Ready()), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	slog.Info("ops listener (metrics, health, pprof)", "addr", ln.Addr().String())
 	return func() {

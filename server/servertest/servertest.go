@@ -26,14 +26,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/server/servertest/topology"
-	"github.com/seckill/seckill/worker"
+	"github.com/seckill/seckill/sessions"
 )
 
 // JWTSecret signs the session tokens of test servers.
@@ -60,6 +62,8 @@ type Env struct {
 	Inventory *inventory.Store
 	DB        *sqlx.DB
 	Ledger    *orders.Store
+	// System builds the parts of a process on them (with no bus).
+	System *system.System
 }
 
 // Config returns a configuration with names of its own (Redis prefix,
@@ -113,12 +117,10 @@ func databaseDSN(t testing.TB, db string) string {
 func New(t testing.TB, overrides ...string) *Env {
 	t.Helper()
 	cfg := Config(t, overrides...)
-	e := &Env{Config: cfg}
-	e.Redis = Redis(t, cfg)
-	e.Keys = inventory.NewKeys(cfg.RedisPrefix)
-	e.Inventory = inventory.New(e.Redis, e.Keys).WithDurability(cfg.RedisWaitReplicas, cfg.RedisWaitTimeout)
-	e.DB = MySQL(t, cfg)
-	e.Ledger = orders.NewStore(e.DB)
+	e := &Env{Config: cfg, Redis: Redis(t, cfg), DB: MySQL(t, cfg)}
+	e.System = system.New(cfg, system.Conns{Redis: e.Redis, DB: e.DB}, prometheus.NewRegistry())
+	e.Inventory, e.Ledger = e.System.Stock, e.System.Ledger
+	e.Keys = e.Inventory.Keys()
 	return e
 }
 
@@ -130,7 +132,7 @@ func Redis(t testing.TB, cfg configs.Config) redis.UniversalClient {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cfg.RedisPoolSize = 200
-	rdb, err := inventory.Open(ctx, cfg)
+	rdb, err := system.OpenRedis(ctx, cfg)
 	if err != nil {
 		t.Fatalf("servertest: %v.\nStart it with: %s\nor run scripts/services.sh, which starts every service the tests need.", err, startRedisCmd)
 	}
@@ -259,18 +261,12 @@ func NewBroker(cfg configs.Config) *rabbitmq.Bus {
 	return rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
 }
 
-// Server builds a server on the env with the given Reserver (nil: the
-// inventory, one Lua call per request).
+// Server builds a server on the env's connections, as a process of its
+// own, deciding buys with reserver (nil: the configured buy chain).
 func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 	t.Helper()
-	srv, err := server.New(e.Config, server.Deps{
-		Redis: e.Redis, Inventory: e.Inventory, Reserver: reserver, Ledger: e.Ledger,
-		Registry: prometheus.NewRegistry(),
-		Ready: map[string]func(context.Context) error{
-			"redis": func(ctx context.Context) error { return e.Redis.Ping(ctx).Err() },
-			"mysql": e.DB.PingContext,
-		},
-	})
+	reg := prometheus.NewRegistry()
+	srv, err := system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB}, reg).Server(reg, reserver)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
@@ -282,13 +278,11 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	t.Helper()
 	broker := Broker(t, e.Config)
-	m := worker.NewMetrics(prometheus.NewRegistry())
+	sys := system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB, Bus: broker}, prometheus.NewRegistry())
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = worker.NewRelay(e.Redis, e.Keys, e.Inventory, e.Ledger, broker, m, worker.RelayConfigOf(e.Config)).Run(ctx)
-	})
-	wg.Go(func() { _ = worker.New(broker, e.Ledger, e.Inventory, m, worker.ConfigOf(e.Config)).Run(ctx) })
+	wg.Go(func() { _ = sys.Relay().Run(ctx) })
+	wg.Go(func() { _ = sys.Worker().Run(ctx) })
 	t.Cleanup(func() { stop(); wg.Wait() })
 	return broker
 }
@@ -311,7 +305,7 @@ type SaleSpec struct {
 }
 
 // MustSale creates a sale through srv, as the admin API does.
-func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
+func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 	t.Helper()
 	now := time.Now()
 	if spec.Total == 0 {
@@ -326,7 +320,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
 	if spec.End.IsZero() {
 		spec.End = now.Add(time.Hour)
 	}
-	sl, err := srv.CreateSale(context.Background(), orders.Sale{
+	v, err := srv.Sales.Create(context.Background(), seckill.Sale{
 		Name: "Test sale", Item: "Test item", PriceCents: spec.PriceCents, Total: spec.Total,
 		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
@@ -335,13 +329,13 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) orders.Sale {
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)
 	}
-	return sl
+	return v.Sale
 }
 
 // Token mints a session token for user.
 func Token(t testing.TB, user string) string {
 	t.Helper()
-	tok, _, err := server.MintToken([]byte(JWTSecret), user, user, time.Hour, time.Now())
+	tok, _, err := sessions.MintToken([]byte(JWTSecret), user, user, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

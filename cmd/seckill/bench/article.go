@@ -10,8 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill"
 )
 
 // articleCase is the classic comparison for one hot item: 64 clients (by
@@ -42,7 +41,7 @@ func articleCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	var luaSales [2]orders.Sale
+	var luaSales [2]seckill.Sale
 	for i := range luaSales {
 		if luaSales[i], err = e.sale(ctx, srv, stock, 1, 100); err != nil {
 			return Table{}, err
@@ -51,19 +50,19 @@ func articleCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	const batch = 32
 	luaRun := func(sale int64, n int) func(ctx context.Context, client int, stop func() bool, t *tally) error {
 		return func(ctx context.Context, client int, stop func() bool, t *tally) error {
-			reqs := make([]inventory.Request, n)
+			reqs := make([]seckill.Buy, n)
 			for seq := 0; !stop(); seq++ {
 				for i := range reqs {
 					u := fmt.Sprintf("c%d-%d-%d", client, seq, i)
-					reqs[i] = inventory.Request{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: orders.NewID(sale)}
+					reqs[i] = seckill.Buy{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: seckill.NewOrderID(sale)}
 				}
-				res, err := e.Inv.Reserve(ctx, sale, reqs)
+				d, err := e.Inv.Reserve(ctx, sale, reqs)
 				if err != nil {
 					return err
 				}
-				for _, r := range res {
+				for _, a := range d.Answers {
 					t.attempts.Add(1)
-					if r.Err == nil {
+					if a.Code == seckill.CodeOK {
 						t.ok.Add(1)
 					}
 				}

@@ -23,8 +23,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -155,6 +157,8 @@ type Env struct {
 	DB     *sqlx.DB
 	Inv    *inventory.Store
 	Ledger *orders.Store
+	// Sys holds them all.
+	Sys    *system.System
 	Broker *rabbitmq.Bus
 	dbName string
 }
@@ -189,13 +193,13 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 		e.close()
 		return nil, err
 	}
-	e.Inv = inventory.New(e.Redis, inventory.NewKeys(cfg.RedisPrefix))
-	e.Ledger = orders.NewStore(e.DB)
 	e.Broker = rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
 	if err := e.Broker.Ping(ctx); err != nil {
 		e.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}
+	e.Sys = system.New(cfg, e.conns(), nil)
+	e.Inv, e.Ledger = e.Sys.Stock, e.Sys.Ledger
 	return e, nil
 }
 
@@ -256,30 +260,32 @@ func (e *Env) lazyFreed(ctx context.Context, limit time.Duration) error {
 	})
 }
 
-// server builds an HTTP server on the env (not listening).
+func (e *Env) conns() system.Conns { return system.Conns{Redis: e.Redis, DB: e.DB, Bus: e.Broker} }
+
+// server builds an HTTP server on the env with configuration cfg (not
+// listening); reserver nil is the configured buy chain.
 func (e *Env) server(cfg configs.Config, reserver server.Reserver) (*server.Server, error) {
-	return server.New(cfg, server.Deps{
-		Redis: e.Redis, Inventory: e.Inv, Reserver: reserver, Ledger: e.Ledger, Registry: prometheus.NewRegistry(),
-	})
+	return system.New(cfg, e.conns(), nil).Server(prometheus.NewRegistry(), reserver)
 }
 
 // sale creates a sale that runs for an hour.
-func (e *Env) sale(ctx context.Context, srv *server.Server, total, limit, price int64) (orders.Sale, error) {
+func (e *Env) sale(ctx context.Context, srv *server.Server, total, limit, price int64) (seckill.Sale, error) {
 	now := time.Now()
-	return srv.CreateSale(ctx, orders.Sale{
+	v, err := srv.Sales.Create(ctx, seckill.Sale{
 		Name: "bench", Item: "bench item", PriceCents: price, Total: total, PerUserLimit: limit,
 		StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour),
 	})
+	return v.Sale, err
 }
 
 // soldOutSale creates a one-unit sale, as sale does, and buys the unit.
-func (e *Env) soldOutSale(ctx context.Context, srv *server.Server) (orders.Sale, error) {
+func (e *Env) soldOutSale(ctx context.Context, srv *server.Server) (seckill.Sale, error) {
 	sale, err := e.sale(ctx, srv, 1, 1, 100)
 	if err != nil {
 		return sale, err
 	}
-	_, err = e.Inv.Reserve(ctx, sale.ID, []inventory.Request{{
-		UserID: "first", Qty: 1, RequestID: "bench-sold-out", OrderID: orders.NewID(sale.ID),
+	_, err = e.Inv.Reserve(ctx, sale.ID, []seckill.Buy{{
+		UserID: "first", Qty: 1, RequestID: "bench-sold-out", OrderID: seckill.NewOrderID(sale.ID),
 	}})
 	return sale, err
 }

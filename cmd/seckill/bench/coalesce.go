@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 )
 
 // coalesceCase measures buy decisions per second on one hot sale, Redis
@@ -25,9 +26,9 @@ func coalesceCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	batcher := inventory.NewBatcher(e.Inv, e.Config.BatchMax)
 	var calls, decided int64
-	batcher.OnBatch = func(n int) { calls++; decided += int64(n) } // one runner per sale: no race
+	batcher := inventory.NewBatcher(e.Inv, inventory.BatcherConfig{Max: e.Config.BatchMax, Lane: e.Inv.Lane,
+		OnBatch: func(n int) { calls++; decided += int64(n) }}) // one runner per sale: no race
 	contenders := []struct {
 		name string
 		via  inventory.Reserver
@@ -37,10 +38,10 @@ func coalesceCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	scenarios := []struct {
 		name string
-		sale func() (orders.Sale, error)
+		sale func() (seckill.Sale, error)
 	}{
-		{"stock left", func() (orders.Sale, error) { return e.sale(ctx, srv, 100_000_000, 1, 100) }},
-		{"sold out", func() (orders.Sale, error) { return e.soldOutSale(ctx, srv) }},
+		{"stock left", func() (seckill.Sale, error) { return e.sale(ctx, srv, 100_000_000, 1, 100) }},
+		{"sold out", func() (seckill.Sale, error) { return e.soldOutSale(ctx, srv) }},
 	}
 	var rows [][]string
 	var goals []Goal
@@ -102,12 +103,12 @@ func decide(ctx context.Context, o Options, via inventory.Reserver, inv *invento
 	took, err := runClients(ctx, o.Clients, o.Duration, t, func(ctx context.Context, client int, stop func() bool, t *tally) error {
 		for seq := 0; !stop(); seq++ {
 			u := fmt.Sprintf("c%d-%d", client, seq)
-			res, err := via.Reserve(ctx, sale, []inventory.Request{{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: orders.NewID(sale)}})
+			d, err := via.Reserve(ctx, sale, []seckill.Buy{{UserID: u, Qty: 1, RequestID: "bench-" + u, OrderID: seckill.NewOrderID(sale)}})
 			if err != nil {
 				return err
 			}
 			t.attempts.Add(1)
-			if res[0].Err == nil {
+			if d.Answers[0].Code == seckill.CodeOK {
 				t.ok.Add(1)
 			}
 		}

@@ -6,8 +6,8 @@ import (
 	"net"
 	"sync"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
-	"github.com/seckill/seckill/orders"
 )
 
 // httpCase measures the buy endpoint over real HTTP on one server (in this
@@ -23,7 +23,7 @@ func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		return Table{}, err
 	}
 	srv.AddBaselineRoute()
-	open, err := e.sale(ctx, srv, orders.MaxTotal, orders.MaxTotal, 100)
+	open, err := e.sale(ctx, srv, seckill.MaxTotal, seckill.MaxTotal, 100)
 	if err != nil {
 		return Table{}, err
 	}

@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/scripts/wrk"
 )
 
@@ -44,7 +44,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer child.Stop()
 	base := "http://" + child.Addr
-	open, err := createSale(ctx, base, cfg.AdminToken, orders.MaxTotal, false)
+	open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, false)
 	if err != nil {
 		return Table{}, err
 	}

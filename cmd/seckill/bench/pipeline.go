@@ -10,10 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/worker"
 )
@@ -29,7 +30,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	var sales [3]orders.Sale
+	var sales [3]seckill.Sale
 	for i := range sales {
 		if sales[i], err = e.sale(ctx, srv, int64(n), int64(n), 100); err != nil {
 			return Table{}, err
@@ -51,20 +52,20 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	// The pipeline: fill the outbox with n accepted buys (not timed), then
 	// time the relay and the worker until the last row is committed.
 	for i := 0; i < n; i += 256 {
-		reqs := make([]inventory.Request, 0, 256)
+		reqs := make([]seckill.Buy, 0, 256)
 		for j := i; j < min(i+256, n); j++ {
 			u := fmt.Sprintf("user-%07d", j)
-			reqs = append(reqs, inventory.Request{UserID: u, Qty: 1, RequestID: "req-" + u, OrderID: orders.NewID(pipeSale.ID)})
+			reqs = append(reqs, seckill.Buy{UserID: u, Qty: 1, RequestID: "req-" + u, OrderID: seckill.NewOrderID(pipeSale.ID)})
 		}
 		if _, err := e.Inv.Reserve(ctx, pipeSale.ID, reqs); err != nil {
 			return Table{}, err
 		}
 	}
 	m := worker.NewMetrics(prometheus.NewRegistry())
-	rc := worker.RelayConfigOf(cfg)
+	rc := system.RelayConfig(cfg)
 	rc.Poll = 50 * time.Millisecond
 	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Inv, e.Ledger, e.Broker, m, rc)
-	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, worker.ConfigOf(cfg))
+	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, system.WorkerConfig(cfg))
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	start = time.Now()
@@ -115,19 +116,19 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 }
 
 // events makes n distinct accepted-order events of a sale.
-func events(sale int64, n int) []orders.Event {
+func events(sale int64, n int) []seckill.Event {
 	now := time.Now().UnixMilli()
-	out := make([]orders.Event, n)
+	out := make([]seckill.Event, n)
 	for i := range out {
 		u := fmt.Sprintf("user-%07d", i)
-		out[i] = orders.Event{OrderID: orders.NewID(sale), SaleID: sale, UserID: u, Qty: 1, PriceCents: 100, RequestID: "req-" + u, At: now}
+		out[i] = seckill.Event{OrderID: seckill.NewOrderID(sale), SaleID: sale, UserID: u, Qty: 1, PriceCents: 100, RequestID: "req-" + u, At: now}
 	}
 	return out
 }
 
-func ordersOf(evs []orders.Event, window time.Duration) []orders.Order {
+func ordersOf(evs []seckill.Event, window time.Duration) []seckill.Order {
 	now := time.Now()
-	out := make([]orders.Order, len(evs))
+	out := make([]seckill.Order, len(evs))
 	for i, ev := range evs {
 		out[i] = ev.Order(window, now)
 	}
@@ -158,7 +159,7 @@ func checkRows(ctx context.Context, e *Env, sale int64, n int) error {
 // naiveConsume publishes evs to a queue of its own, then consumes it the
 // naive way for at most d: prefetch 1, one transaction and one ack per
 // message. It returns how many it wrote and how long that took.
-func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Duration) (int, time.Duration, error) {
+func naiveConsume(ctx context.Context, e *Env, evs []seckill.Event, d time.Duration) (int, time.Duration, error) {
 	b := rabbitmq.New(e.Config.AMQPURL, e.Config.AMQPPrefix+"-naive", e.Config.AMQPQueueType)
 	defer func() {
 		if err := b.DeleteAll(); err != nil {
@@ -189,11 +190,11 @@ func naiveConsume(ctx context.Context, e *Env, evs []orders.Event, d time.Durati
 		if !ok {
 			return done, time.Since(start), errors.New("naive consumer: subscription ended")
 		}
-		var ev orders.Event
+		var ev seckill.Event
 		if err := json.Unmarshal(dl.Body, &ev); err != nil {
 			return done, time.Since(start), err
 		}
-		o := ordersOf([]orders.Event{ev}, e.Config.PaymentWindow)
+		o := ordersOf([]seckill.Event{ev}, e.Config.PaymentWindow)
 		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, o) }); err != nil {
 			return done, time.Since(start), err
 		}

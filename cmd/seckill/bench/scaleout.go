@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server/servertest/topology"
 )
@@ -24,14 +26,15 @@ func scaleoutCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	defer cluster.Stop()
 	cfg := e.Config
 	cfg.RedisAddr, cfg.RedisDB = cluster.Addrs(), 0
-	rdb, err := inventory.Open(ctx, cfg)
+	rdb, err := system.OpenRedis(ctx, cfg)
 	if err != nil {
 		return Table{}, err
 	}
 	defer rdb.Close()
-	keys := inventory.NewKeys(cfg.RedisPrefix)
-	plain := inventory.New(rdb, keys)
-	durable := inventory.New(rdb, keys).WithDurability(1, time.Second)
+	ic := system.InventoryConfig(cfg)
+	plain := inventory.New(rdb, ic)
+	ic.WaitReplicas, ic.WaitTimeout = 1, time.Second
+	durable := inventory.New(rdb, ic)
 
 	contenders := []struct {
 		name    string
@@ -48,14 +51,14 @@ func scaleoutCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	for i, c := range contenders {
 		sale := int64(i + 1)
 		now := time.Now()
-		_, err := c.inv.Warm(ctx, inventory.Sale{
-			ID: sale, Total: 100_000_000, Limit: 1, PriceCents: 100, Buckets: c.buckets, Status: inventory.StatusActive,
-			Start: now.Add(-time.Minute), End: now.Add(time.Hour), ExpireAt: now.Add(2 * time.Hour),
-		}, false)
+		_, err := c.inv.Warm(ctx, seckill.Sale{
+			ID: sale, Total: 100_000_000, PerUserLimit: 1, PriceCents: 100, Buckets: c.buckets, Status: seckill.StatusActive,
+			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		})
 		if err != nil {
 			return Table{}, err
 		}
-		batcher := inventory.NewBatcher(c.inv, cfg.BatchMax)
+		batcher := inventory.NewBatcher(c.inv, inventory.BatcherConfig{Max: cfg.BatchMax, Lane: c.inv.Lane})
 		cpu0 := ownCPU()
 		m, err := decide(ctx, o, batcher, c.inv, rdb, sale)
 		if err != nil {

@@ -12,9 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 )
 
 // wsCase measures live-stock fan-out: N WebSocket clients on one server
@@ -158,11 +157,11 @@ func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, cha
 	remaining := st.Available
 	for k := range changes {
 		start := time.Now()
-		res, err := e.Inv.Reserve(ctx, sale, []inventory.Request{{
-			UserID: fmt.Sprintf("ws-%d-%d", n, k), Qty: 1, RequestID: fmt.Sprintf("ws-bench-%d-%d", n, k), OrderID: orders.NewID(sale),
+		d, err := e.Inv.Reserve(ctx, sale, []seckill.Buy{{
+			UserID: fmt.Sprintf("ws-%d-%d", n, k), Qty: 1, RequestID: fmt.Sprintf("ws-bench-%d-%d", n, k), OrderID: seckill.NewOrderID(sale),
 		}})
-		if err != nil || res[0].Err != nil {
-			return fanout{}, fmt.Errorf("stock change: %v %v", err, res)
+		if err != nil || d.Answers[0].Code != seckill.CodeOK {
+			return fanout{}, fmt.Errorf("stock change: %v %v", err, d)
 		}
 		remaining--
 		if err := waitAll(ctx, n, func(i int) bool { _, ok := seen(i, remaining); return ok }, 30*time.Second); err != nil {

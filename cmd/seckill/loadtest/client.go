@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/tickets"
 )
 
 // client speaks the HTTP API of API.md.
@@ -131,7 +132,7 @@ func (c *client) ticket(ctx context.Context, sale int64, token string, difficult
 		}
 		nonce := ""
 		for n := int64(0); nonce == ""; n++ {
-			if s := strconv.FormatInt(n, 10); server.Solves(ch.Challenge, s, ch.Difficulty) {
+			if s := strconv.FormatInt(n, 10); tickets.Solves(ch.Challenge, s, ch.Difficulty) {
 				nonce, hashes = s, n+1
 			}
 		}
@@ -242,6 +243,6 @@ func (c *client) createSale(ctx context.Context, spec, runID string) (int64, err
 }
 
 func mintToken(secret, userID string) (string, error) {
-	tok, _, err := server.MintToken([]byte(secret), userID, userID, 2*time.Hour, time.Now())
+	tok, _, err := sessions.MintToken([]byte(secret), userID, userID, 2*time.Hour, time.Now())
 	return tok, err
 }

@@ -26,7 +26,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/seckill/seckill/server"
+
+	"github.com/seckill/seckill/tickets"
 )
 
 // Options describe a run.
@@ -307,14 +308,14 @@ func WriteTokens(ctx context.Context, o Options, path string) error {
 			return err
 		}
 		if sale.RequireTicket {
-			key = server.TicketKey(o.JWTSecret)
+			key = tickets.Key(o.JWTSecret)
 		}
 	}
 	var b strings.Builder
 	for _, u := range users {
 		b.WriteString(u.token)
 		if key != nil {
-			b.WriteString(" " + server.MintTicket(key, u.id, o.SaleID, time.Now().Add(2*time.Hour)))
+			b.WriteString(" " + tickets.Mint(key, u.id, o.SaleID, time.Now().Add(2*time.Hour)))
 		}
 		b.WriteString("\n")
 	}

@@ -1,4 +1,4 @@
-package server
+package tickets
 
 import (
 	"testing"
@@ -8,9 +8,9 @@ import (
 // BenchmarkCheckTicket is what a buy on a sale with require_ticket pays
 // to verify its ticket (one HMAC-SHA256, no round trip).
 func BenchmarkCheckTicket(b *testing.B) {
-	key := TicketKey("bench-secret")
+	key := Key("bench-secret")
 	now := time.Now()
-	tk := MintTicket(key, "01M8QSWSB4ACCXAKAPM45FE4NM", 42, now.Add(time.Minute))
+	tk := Mint(key, "01M8QSWSB4ACCXAKAPM45FE4NM", 42, now.Add(time.Minute))
 	sg := newSigner(key)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,0 +1,62 @@
+package system
+
+import (
+	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/worker"
+)
+
+// The small config of each part, taken from the configuration.
+
+// RedisOptions say where Redis is.
+func RedisOptions(c configs.Config) inventory.Options {
+	return inventory.Options{
+		Addrs: configs.SplitList(c.RedisAddr), Sentinels: configs.SplitList(c.RedisSentinels), Master: c.RedisMaster,
+		DB: c.RedisDB, Password: c.RedisPassword, PoolSize: c.RedisPoolSize,
+	}
+}
+
+// InventoryConfig is the stock store's.
+func InventoryConfig(c configs.Config) inventory.Config {
+	return inventory.Config{Prefix: c.RedisPrefix, Keep: keep(c), WaitReplicas: c.RedisWaitReplicas, WaitTimeout: c.RedisWaitTimeout}
+}
+
+// SessionsConfig is the shopper and admin sessions'.
+func SessionsConfig(c configs.Config) sessions.Config {
+	return sessions.Config{
+		Prefix: c.RedisPrefix, Secret: []byte(c.JWTSecret), TTL: c.SessionTTL,
+		AdminPassword: c.AdminPassword, AdminToken: c.AdminToken,
+	}
+}
+
+// ServerConfig is the HTTP server's.
+func ServerConfig(c configs.Config) server.Config {
+	return server.Config{
+		Addr: c.HTTPAddr, ReadTimeout: c.HTTPReadTimeout, WriteTimeout: c.HTTPWriteTimeout, ShutdownTimeout: c.ShutdownTimeout,
+		TrustedProxies: c.TrustedProxiesList(), BodyLimit: c.BodyLimit, CookieSecure: c.CookieSecure,
+		PublicOrigins: c.PublicOriginsList(), AllowedOrigins: c.AllowedOriginsList(),
+		WSMaxPerIP: c.WSMaxPerIP, WSMaxTotal: c.WSMaxTotal, WSPoll: c.WSPoll,
+		RateGlobal: c.RateGlobal, RatePerUser: c.RatePerUser, RatePerIP: c.RatePerIP,
+	}
+}
+
+// WorkerConfig is the order worker's.
+func WorkerConfig(c configs.Config) worker.Config {
+	return worker.Config{
+		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
+		Consumers: c.WorkerConsumers, Grace: c.ShutdownTimeout,
+	}
+}
+
+// RelayConfig is the outbox relay's.
+func RelayConfig(c configs.Config) worker.RelayConfig {
+	return worker.RelayConfig{Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Lookback: keep(c)}
+}
+
+// ReconcilerConfig is the reconciler's, asking b where missing orders are.
+func ReconcilerConfig(c configs.Config, b bus.Bus) worker.ReconcilerConfig {
+	return worker.ReconcilerConfig{Grace: c.ReconcileGrace, Window: c.PaymentWindow, Bus: b}
+}

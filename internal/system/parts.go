@@ -1,0 +1,132 @@
+package system
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/sales"
+	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/tickets"
+	"github.com/seckill/seckill/worker"
+)
+
+// Server builds an HTTP server on the system, as one process would have
+// it: its own services (with their caches, counters and the sign-outs it
+// follows) and its metrics on registry. buys decides its buys; nil is the
+// configured chain: the ticket gate, the batcher (batch_enabled), the
+// sold-out fast path (sold_out_recheck > 0) and the stock, each built over
+// the next.
+func (s *System) Server(registry *prometheus.Registry, buys server.Reserver) (*server.Server, error) {
+	return server.New(ServerConfig(s.Config), s.ServerDeps(registry, buys))
+}
+
+// ServerDeps are the services Server builds, for a caller that changes
+// some before it calls server.New itself.
+func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver) server.Deps {
+	cfg := s.Config
+	now := time.Now
+	sc := SessionsConfig(cfg)
+	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
+	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), cfg.TicketTTL, now)
+	d := server.Deps{
+		Buys: buys, Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
+		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
+		Ready: s.Ready(), Registry: registry, Now: now,
+	}
+	if s.Bus != nil {
+		d.DeadLetters = s.DeadLetters
+	}
+	if d.Buys == nil {
+		var chores []func(context.Context)
+		d.Buys, chores = s.buyChain(registry, tix)
+		d.Chores = append(d.Chores, chores...)
+	}
+	return d
+}
+
+// buyChain composes the configured buy chain, front first, and the chores
+// it needs run.
+func (s *System) buyChain(registry *prometheus.Registry, tix *tickets.Service) (server.Reserver, []func(context.Context)) {
+	cfg := s.Config
+	m := newChainMetrics(registry)
+	var chain inventory.Reserver = s.Stock
+	var chores []func(context.Context)
+	bc := inventory.BatcherConfig{Max: cfg.BatchMax, Lane: s.Stock.Lane, OnBatch: m.batch}
+	if cfg.SoldOutRecheck > 0 {
+		fast := inventory.NewFastPath(chain, s.Stock, cfg.SoldOutRecheck)
+		fast.OnHit = m.hit
+		chain, bc.Gather = fast, fast.Gather
+		chores = append(chores, fast.Run)
+	}
+	if cfg.BatchEnabled {
+		chain = inventory.NewBatcher(chain, bc)
+	}
+	return tickets.NewGate(chain, tix), chores
+}
+
+// chainMetrics are the buy chain's Prometheus series.
+type chainMetrics struct {
+	batchSize prometheus.Histogram
+	fastPath  prometheus.Counter
+}
+
+func newChainMetrics(reg prometheus.Registerer) *chainMetrics {
+	m := &chainMetrics{
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_buy_batch_size",
+			Help:    "Buy requests decided together by the coalescing batcher (one Lua call, or one lookup on the sold-out fast path).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+		}),
+		fastPath: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_buy_fast_path_total",
+			Help: "Buy requests answered without the Lua script because the sale is sold out or ended.",
+		}),
+	}
+	reg.MustRegister(m.batchSize, m.fastPath)
+	return m
+}
+
+func (m *chainMetrics) batch(n int) { m.batchSize.Observe(float64(n)) }
+func (m *chainMetrics) hit(n int)   { m.fastPath.Add(float64(n)) }
+
+// Relay builds the outbox relay.
+func (s *System) Relay() *worker.Relay {
+	return worker.NewRelay(s.Redis, s.Stock.Keys(), s.Stock, s.Ledger, s.Bus, s.Metrics, RelayConfig(s.Config))
+}
+
+// Worker builds the order worker.
+func (s *System) Worker() *worker.Worker {
+	return worker.New(s.Bus, s.Ledger, s.Stock, s.Metrics, WorkerConfig(s.Config))
+}
+
+// Reconciler builds the reconciler, which checks Redis against the ledger
+// and repairs it.
+func (s *System) Reconciler() *worker.Reconciler {
+	return worker.NewReconciler(s.Stock, s.Ledger, ReconcilerConfig(s.Config, s.Bus))
+}
+
+// RunRebalancer evens out the buckets of every live sale every second
+// until ctx ends.
+func (s *System) RunRebalancer(ctx context.Context) error {
+	s.Stock.RunRebalancer(ctx, s.Ledger, keep(s.Config), time.Second)
+	return nil
+}
+
+// RunWorkers runs the order worker and, every reconcile_interval, the
+// reconciler's watch, until ctx ends.
+func (s *System) RunWorkers(ctx context.Context) error {
+	if s.Config.ReconcileInterval > 0 {
+		watch, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Reconciler().Watch(watch, s.Ledger, keep(s.Config), s.Config.ReconcileInterval)
+		}()
+		defer func() { stop(); <-done }()
+	}
+	return s.Worker().Run(ctx)
+}

@@ -1,0 +1,247 @@
+// Package sales is the application: the operations merchants and shoppers
+// run on sales and their orders, between the HTTP adapter (package server)
+// and the stores: the ledger (package orders) and the live stock (package
+// inventory), behind the small interfaces this package declares. A change
+// to a sale is made in the ledger and in Redis together or not at all;
+// the rules it enforces come from package seckill. It also counts what
+// the buy path answered, for the merchant's dashboard.
+package sales
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Ledger is where sales and orders are kept for good (orders.Store).
+type Ledger interface {
+	CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error)
+	ChangeSale(ctx context.Context, id int64, now time.Time, change func(seckill.Sale) (seckill.Sale, error),
+		apply func(before, after seckill.Sale) error) (seckill.Sale, error)
+	Sale(ctx context.Context, id int64) (seckill.Sale, error)
+	Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error)
+	Totals(ctx context.Context, sale int64) (seckill.Totals, error)
+	Order(ctx context.Context, id string) (seckill.Order, error)
+	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
+	Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error)
+}
+
+// Stock is the sales' live state in Redis (inventory.Store).
+type Stock interface {
+	Warm(ctx context.Context, sale seckill.Sale) (int64, error)
+	Restock(ctx context.Context, sale, qty int64) (int64, error)
+	SetStatus(ctx context.Context, sale int64, action seckill.Action) (seckill.Status, error)
+	Stock(ctx context.Context, sale int64) (seckill.Stock, error)
+	Stocks(ctx context.Context, sales []int64) (map[int64]seckill.Stock, error)
+	Accepted(ctx context.Context, sale int64, orderID, user string) (seckill.Event, bool, error)
+	Outcomes(ctx context.Context, sale int64) (map[string]int64, error)
+	FirstCapped(ctx context.Context, sale int64, n int64) ([]seckill.CappedUser, error)
+}
+
+// Config tunes a Service.
+type Config struct {
+	// PaymentWindow is how long a buyer has to pay an order.
+	PaymentWindow time.Duration
+}
+
+// Service runs the operations on sales and orders.
+type Service struct {
+	ledger Ledger
+	stock  Stock
+	cfg    Config
+	now    func() time.Time
+
+	// rows are sales' ledger rows for the shoppers' pages, a second old at
+	// most; rules their stock for the buy path's bot-defence settings.
+	rows  *cache[seckill.Sale]
+	rules *cache[seckill.Stock]
+}
+
+// New returns a Service on the clock now.
+func New(ledger Ledger, stock Stock, cfg Config, now func() time.Time) *Service {
+	return &Service{
+		ledger: ledger, stock: stock, cfg: cfg, now: now,
+		// A sale missing from the ledger is remembered too: a page asking
+		// for it again and again does not turn into a query per request.
+		rows: newCache(ledger.Sale, func(err error) bool { return errors.Is(err, seckill.ErrSaleNotFound) }, now),
+		// A sale missing from Redis is not: it may be created the next
+		// moment, and its first buyers must find it.
+		rules: newCache(stock.Stock, func(error) bool { return false }, now),
+	}
+}
+
+// View is a sale with its live stock. A sale without stock in Redis (its
+// keys expired long after its end, or Redis lost them) shows no units
+// left (seckill.StockOf).
+type View struct {
+	Sale  seckill.Sale
+	Stock seckill.Stock
+}
+
+// Phase is the sale's state as shoppers see it now.
+func (v View) Phase(now time.Time) seckill.Phase { return v.Stock.PhaseAt(now) }
+
+// views joins sales with their stock, read in one round trip.
+func (s *Service) views(ctx context.Context, sales []seckill.Sale) ([]View, error) {
+	ids := make([]int64, len(sales))
+	for i, sl := range sales {
+		ids[i] = sl.ID
+	}
+	stocks, err := s.stock.Stocks(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, len(sales))
+	for i, sl := range sales {
+		st, ok := stocks[sl.ID]
+		if !ok {
+			st = seckill.StockOf(sl)
+		}
+		out[i] = View{Sale: sl, Stock: st}
+	}
+	return out, nil
+}
+
+func (s *Service) view(ctx context.Context, sl seckill.Sale) (View, error) {
+	vs, err := s.views(ctx, []seckill.Sale{sl})
+	if err != nil {
+		return View{}, err
+	}
+	return vs[0], nil
+}
+
+// publicRetention is how long an ended sale stays in the public list.
+const publicRetention = 24 * time.Hour
+
+// Public lists the sales shoppers see: newest first, those that ended
+// within a day included, at most 100.
+func (s *Service) Public(ctx context.Context) ([]View, error) {
+	return s.list(ctx, s.now().Add(-publicRetention), 100)
+}
+
+// All lists every sale for the merchant, newest first, at most 500.
+func (s *Service) All(ctx context.Context) ([]View, error) { return s.list(ctx, time.Time{}, 500) }
+
+func (s *Service) list(ctx context.Context, endedAfter time.Time, limit int) ([]View, error) {
+	sales, err := s.ledger.Sales(ctx, endedAfter, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.views(ctx, sales)
+}
+
+// Get returns a sale fresh from the ledger, with its stock.
+func (s *Service) Get(ctx context.Context, id int64) (View, error) {
+	sl, err := s.ledger.Sale(ctx, id)
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(ctx, sl)
+}
+
+// Find returns a sale for shoppers, with its stock: its row may be a
+// second old.
+func (s *Service) Find(ctx context.Context, id int64) (View, error) {
+	sl, err := s.rows.get(ctx, id)
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(ctx, sl)
+}
+
+// Exists says whether a sale exists (seckill.ErrSaleNotFound if not), as
+// of a second ago at most.
+func (s *Service) Exists(ctx context.Context, id int64) error {
+	_, err := s.rows.get(ctx, id)
+	return err
+}
+
+// Stock returns a sale's stock now.
+func (s *Service) Stock(ctx context.Context, id int64) (seckill.Stock, error) {
+	return s.stock.Stock(ctx, id)
+}
+
+// Rules returns a sale's stock as of a second ago at most, for the
+// settings every buy checks (require_ticket): a change applies everywhere
+// within a second, and the buy path never reads the ledger.
+func (s *Service) Rules(ctx context.Context, id int64) (seckill.Stock, error) {
+	return s.rules.get(ctx, id)
+}
+
+// Create stores a new sale and loads its stock into Redis before it
+// returns; if Redis refuses, nothing is stored. A sale starts active; its
+// buckets default to 1.
+func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
+	sl.Status = seckill.StatusActive
+	if sl.Buckets == 0 {
+		sl.Buckets = 1
+	}
+	if err := sl.Validate(); err != nil {
+		return View{}, err
+	}
+	sl, err := s.ledger.CreateSale(ctx, sl, s.now(), func(sl seckill.Sale) error {
+		_, err := s.stock.Warm(ctx, sl)
+		return err
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(ctx, sl)
+}
+
+// Update changes a sale's settings (the total changes by Restock only, the
+// buckets never), in the ledger and in Redis.
+func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (View, error) {
+	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+		sl = sl.Apply(p)
+		return sl, sl.Validate()
+	}, func(_, after seckill.Sale) error {
+		_, err := s.stock.Warm(ctx, after)
+		return err
+	})
+}
+
+// Restock adds qty units to a sale, atomically, also while it runs.
+func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
+	if err := seckill.ValidRestock(0, qty); err != nil {
+		return View{}, err
+	}
+	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+		if err := seckill.ValidRestock(sl.Total, qty); err != nil {
+			return sl, err
+		}
+		sl.Total += qty
+		return sl, nil
+	}, func(before, _ seckill.Sale) error {
+		_, err := s.stock.Restock(ctx, before.ID, qty)
+		return err
+	})
+}
+
+// Act pauses, resumes or ends a sale (an ended sale stays ended:
+// seckill.ErrEnded).
+func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
+	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+		var err error
+		sl.Status, err = sl.Status.After(a)
+		return sl, err
+	}, func(before, _ seckill.Sale) error {
+		_, err := s.stock.SetStatus(ctx, before.ID, a)
+		return err
+	})
+}
+
+// change runs one change of a sale in the ledger's transaction, apply
+// making it in Redis before the commit, and forgets what the caches held.
+func (s *Service) change(ctx context.Context, id int64, edit func(seckill.Sale) (seckill.Sale, error),
+	apply func(before, after seckill.Sale) error) (View, error) {
+	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), edit, apply)
+	if err != nil {
+		return View{}, err
+	}
+	s.rows.forget(id)
+	s.rules.forget(id)
+	return s.view(ctx, sl)
+}

@@ -1,0 +1,107 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/seckill/seckill"
+)
+
+// AdminTTL is the life of an admin login session.
+const AdminTTL = 12 * time.Hour
+
+// Why an admin request is refused.
+var (
+	ErrWrongPassword = seckill.Errorf(seckill.CodeUnauthenticated, "Wrong password.")
+	ErrAdminToken    = seckill.Errorf(seckill.CodeUnauthenticated, "Admin token not valid.")
+	ErrNoAdmin       = seckill.Errorf(seckill.CodeUnauthenticated, "Log in as the merchant first.")
+	ErrAdminEnded    = seckill.Errorf(seckill.CodeUnauthenticated, "Your admin session has ended; log in again.")
+)
+
+// Admins checks the admin panel's password and token, and keeps its login
+// sessions in Redis.
+type Admins struct {
+	rdb      redis.UniversalClient
+	keys     keys
+	password string
+	token    string
+	now      func() time.Time
+}
+
+// NewAdmins returns the admin sessions on rdb.
+func NewAdmins(rdb redis.UniversalClient, cfg Config, now func() time.Time) *Admins {
+	return &Admins{rdb: rdb, keys: keys{cfg.Prefix}, password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
+}
+
+// Login opens a session for the right password and returns its token and
+// expiry, or ErrWrongPassword.
+func (a *Admins) Login(ctx context.Context, password string) (string, time.Time, error) {
+	if !a.checkPassword(password) {
+		return "", time.Time{}, ErrWrongPassword
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	sess := hex.EncodeToString(b)
+	if err := a.rdb.Set(ctx, a.keys.admin(sess), "1", AdminTTL).Err(); err != nil {
+		return "", time.Time{}, fmt.Errorf("sessions: open an admin session: %w: %w", seckill.ErrUnavailable, err)
+	}
+	return sess, a.now().Add(AdminTTL), nil
+}
+
+// checkPassword compares with the configured password, which may be plain
+// text or a bcrypt hash.
+func (a *Admins) checkPassword(pw string) bool {
+	want := a.password
+	if strings.HasPrefix(want, "$2a$") || strings.HasPrefix(want, "$2b$") || strings.HasPrefix(want, "$2y$") {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(pw)) == nil
+	}
+	return equalSecret(pw, want)
+}
+
+// CheckToken accepts the configured admin token (ErrAdminToken otherwise,
+// and always when none is configured).
+func (a *Admins) CheckToken(tok string) error {
+	if a.token != "" && equalSecret(tok, a.token) {
+		return nil
+	}
+	return ErrAdminToken
+}
+
+// Check accepts a live admin session (ErrNoAdmin for no session,
+// ErrAdminEnded for one that ended).
+func (a *Admins) Check(ctx context.Context, sess string) error {
+	if len(sess) != 64 {
+		return ErrNoAdmin
+	}
+	n, err := a.rdb.Exists(ctx, a.keys.admin(sess)).Result()
+	if err != nil {
+		return fmt.Errorf("sessions: admin session: %w: %w", seckill.ErrUnavailable, err)
+	}
+	if n == 0 {
+		return ErrAdminEnded
+	}
+	return nil
+}
+
+// Logout ends an admin session.
+func (a *Admins) Logout(ctx context.Context, sess string) error {
+	if err := a.rdb.Del(ctx, a.keys.admin(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("sessions: end an admin session: %w: %w", seckill.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func equalSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}

@@ -1,0 +1,72 @@
+package tickets
+
+import (
+	"context"
+
+	"github.com/seckill/seckill"
+)
+
+// Reserver decides buys of a sale (the batcher, the stock behind it).
+type Reserver interface {
+	Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error)
+}
+
+// Gate stands in front of the stock and checks each buy's ticket (on a
+// sale that requires one): a buy without a good ticket is answered
+// ticket_required or ticket_invalid and goes no further, so its request
+// id keeps no answer and a retry with a good ticket is decided afresh.
+type Gate struct {
+	next    Reserver
+	tickets *Service
+}
+
+// NewGate returns a gate in front of next, checking with tickets.
+func NewGate(next Reserver, tickets *Service) *Gate { return &Gate{next: next, tickets: tickets} }
+
+// Reserve answers the buys without a good ticket and passes the rest to
+// the next Reserver; the decision's Available and Closed are the next
+// one's (zero when no buy got through).
+func (g *Gate) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
+	var refused []seckill.Code // by buy; nil while every buy passes
+	for i, b := range buys {
+		err := g.tickets.CheckBuy(ctx, sale, b.UserID, b.Ticket)
+		if err == nil {
+			continue
+		}
+		code := seckill.CodeOf(err)
+		if code != seckill.CodeTicketRequired && code != seckill.CodeTicketInvalid {
+			return seckill.Decision{}, err
+		}
+		if refused == nil {
+			refused = make([]seckill.Code, len(buys))
+		}
+		refused[i] = code
+	}
+	if refused == nil {
+		return g.next.Reserve(ctx, sale, buys)
+	}
+	var pass []seckill.Buy
+	for i, b := range buys {
+		if refused[i] == "" {
+			pass = append(pass, b)
+		}
+	}
+	var d seckill.Decision
+	if len(pass) > 0 {
+		var err error
+		if d, err = g.next.Reserve(ctx, sale, pass); err != nil {
+			return seckill.Decision{}, err
+		}
+	}
+	answers := make([]seckill.Answer, len(buys))
+	for i, j := 0, 0; i < len(buys); i++ {
+		if refused[i] != "" {
+			answers[i] = seckill.Answer{Code: refused[i], Qty: buys[i].Qty}
+			continue
+		}
+		answers[i] = d.Answers[j]
+		j++
+	}
+	d.Answers = answers
+	return d, nil
+}

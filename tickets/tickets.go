@@ -1,0 +1,268 @@
+// Package tickets is the bot defence of a sale (API.md, buy tickets). A
+// sale with require_ticket takes buys only with a ticket: an HMAC over the
+// sale, the user and an expiry, handed out once the sale is open, checked
+// on each buy without a round trip. A sale with a pow_difficulty hands a
+// ticket out only for a solved challenge: random, bound to user and sale,
+// kept in Redis until it is used once or expires.
+package tickets
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Key derives the key that signs buy tickets from the session secret, so
+// a deployment has one secret to keep and rotate.
+func Key(jwtSecret string) []byte {
+	m := hmac.New(sha256.New, []byte(jwtSecret))
+	m.Write([]byte("seckill buy tickets v1"))
+	return m.Sum(nil)
+}
+
+// Mint returns a buy ticket of user for sale that serves until exp:
+// "<exp unix seconds>.<base64url HMAC>".
+func Mint(key []byte, user string, sale int64, exp time.Time) string {
+	return newSigner(key).mint(user, sale, exp)
+}
+
+// signer signs and checks tickets with one key, reusing its HMAC states:
+// a buy on a sale with tickets checks one, and a fresh HMAC costs more
+// than the check itself.
+type signer struct{ pool sync.Pool }
+
+// macState is one HMAC with a buffer for its message, which would escape
+// to the heap on every call if it lived on the stack.
+type macState struct {
+	h   hash.Hash
+	buf [128]byte
+}
+
+func newSigner(key []byte) *signer {
+	sg := &signer{}
+	sg.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
+	return sg
+}
+
+func (sg *signer) mint(user string, sale int64, exp time.Time) string {
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return e + "." + base64.RawURLEncoding.EncodeToString(sg.mac(nil, user, sale, e))
+}
+
+// mac appends the HMAC of "sale|user|exp" to dst; user ids hold no '|'.
+func (sg *signer) mac(dst []byte, user string, sale int64, exp string) []byte {
+	m := sg.pool.Get().(*macState)
+	b := strconv.AppendInt(m.buf[:0], sale, 10)
+	b = append(b, '|')
+	b = append(b, user...)
+	b = append(b, '|')
+	b = append(b, exp...)
+	m.h.Reset()
+	m.h.Write(b)
+	dst = m.h.Sum(dst)
+	sg.pool.Put(m)
+	return dst
+}
+
+// check says whether t is a ticket of user for sale that still serves at
+// now (else seckill.ErrTicketInvalid).
+func (sg *signer) check(t, user string, sale int64, now time.Time) error {
+	e, mac, ok := strings.Cut(t, ".")
+	if !ok || base64.RawURLEncoding.DecodedLen(len(mac)) != sha256.Size {
+		return seckill.ErrTicketInvalid
+	}
+	exp, err := strconv.ParseInt(e, 10, 64)
+	if err != nil || now.Unix() >= exp {
+		return seckill.ErrTicketInvalid
+	}
+	var got, want [sha256.Size]byte
+	if _, err := base64.RawURLEncoding.AppendDecode(got[:0], []byte(mac)); err != nil ||
+		!hmac.Equal(got[:], sg.mac(want[:0], user, sale, e)) {
+		return seckill.ErrTicketInvalid
+	}
+	return nil
+}
+
+// MaxLen bounds the ticket field of a buy body (a ticket is about 55
+// characters).
+const MaxLen = 128
+
+// Solves says whether SHA-256(challenge + ":" + nonce) starts with at
+// least difficulty zero bits.
+func Solves(challenge, nonce string, difficulty int) bool {
+	sum := sha256.Sum256([]byte(challenge + ":" + nonce))
+	zeros := 0
+	for _, b := range sum {
+		if b != 0 {
+			zeros += bits.LeadingZeros8(b)
+			break
+		}
+		zeros += 8
+	}
+	return zeros >= difficulty
+}
+
+// Sales is what the service reads of a sale (sales.Service).
+type Sales interface {
+	// Rules is the sale's stock as of at most a second ago, for its
+	// bot-defence settings on the buy path.
+	Rules(ctx context.Context, sale int64) (seckill.Stock, error)
+	// Stock is the sale's stock now.
+	Stock(ctx context.Context, sale int64) (seckill.Stock, error)
+}
+
+// Challenges keeps the users' proof-of-work challenges (inventory.Store).
+type Challenges interface {
+	PutChallenge(ctx context.Context, sale int64, user, ch string, difficulty int, ttl time.Duration) error
+	TakeChallenge(ctx context.Context, sale int64, user string) (ch string, difficulty int, ok bool, err error)
+}
+
+// Service hands out challenges and tickets, and checks the tickets of buys.
+type Service struct {
+	sales      Sales
+	challenges Challenges
+	signer     *signer
+	ttl        time.Duration
+	now        func() time.Time
+}
+
+// New returns a service signing with key (see Key); tickets and challenges
+// last ttl.
+func New(sales Sales, challenges Challenges, key []byte, ttl time.Duration, now func() time.Time) *Service {
+	return &Service{sales: sales, challenges: challenges, signer: newSigner(key), ttl: ttl, now: now}
+}
+
+// CheckBuy lets a buy through when its sale needs no ticket or its ticket
+// is good: seckill.ErrTicketRequired or ErrTicketInvalid otherwise. A sale
+// unknown to Redis is left to the buy itself, which answers
+// sale_not_found.
+func (s *Service) CheckBuy(ctx context.Context, sale int64, user, ticket string) error {
+	st, err := s.sales.Rules(ctx, sale)
+	switch {
+	case errors.Is(err, seckill.ErrSaleNotFound):
+		return nil // not cached: the sale may be created the next moment
+	case err != nil:
+		return err
+	case !st.RequireTicket:
+		return nil
+	case ticket == "":
+		return seckill.ErrTicketRequired
+	}
+	return s.signer.check(ticket, user, sale, s.now())
+}
+
+// open reads a sale's stock and refuses it unless the sale is open now
+// (active, or sold out: a ticket may still meet returned stock).
+func (s *Service) open(ctx context.Context, sale int64) (seckill.Stock, error) {
+	st, err := s.sales.Stock(ctx, sale)
+	if err != nil {
+		return st, err
+	}
+	return st, st.PhaseAt(s.now()).Refusal()
+}
+
+// Challenge is a proof of work to solve for a ticket.
+type Challenge struct {
+	Challenge  string
+	Difficulty int
+	ExpiresAt  time.Time
+}
+
+// Bounds of a solution's strings: a challenge is 32 hex digits, a nonce
+// whatever the solver counts in, printable ASCII.
+const (
+	challengeLen = 32
+	maxNonceLen  = 64
+)
+
+// Challenge hands out a proof-of-work challenge for an open sale that asks
+// for one: 16 random bytes in hex, kept under the sale and the user with
+// its difficulty until it is used or expires. A user has one challenge a
+// sale: a new one replaces the last, so a script asking for many keeps no
+// more in Redis than a person does.
+func (s *Service) Challenge(ctx context.Context, sale int64, user string) (Challenge, error) {
+	st, err := s.open(ctx, sale)
+	if err != nil {
+		return Challenge{}, err
+	}
+	if st.PowDifficulty == 0 {
+		return Challenge{}, seckill.Errorf(seckill.CodeNotFound, "This sale asks for no proof of work: POST /api/sales/%d/ticket with {}.", sale)
+	}
+	var raw [challengeLen / 2]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
+	c := Challenge{Challenge: hex.EncodeToString(raw[:]), Difficulty: st.PowDifficulty, ExpiresAt: s.now().Add(s.ttl)}
+	if err := s.challenges.PutChallenge(ctx, sale, user, c.Challenge, c.Difficulty, s.ttl); err != nil {
+		return Challenge{}, err
+	}
+	return c, nil
+}
+
+// Ticket is a buy ticket and when it stops serving.
+type Ticket struct {
+	Ticket    string
+	ExpiresAt time.Time
+	// Solved is set when a challenge was solved for it.
+	Solved bool
+}
+
+// Ticket hands out a buy ticket for an open sale, for the user's solved
+// challenge (ch and nonce) when the sale asks for a proof of work:
+// seckill.ErrPowInvalid when it is not solved.
+func (s *Service) Ticket(ctx context.Context, sale int64, user, ch, nonce string) (Ticket, error) {
+	st, err := s.open(ctx, sale)
+	if err != nil {
+		return Ticket{}, err
+	}
+	var t Ticket
+	if st.PowDifficulty > 0 {
+		if err := s.redeem(ctx, sale, user, ch, nonce); err != nil {
+			return Ticket{}, err
+		}
+		t.Solved = true
+	}
+	exp := s.now().Add(s.ttl)
+	t.Ticket, t.ExpiresAt = s.signer.mint(user, sale, exp), exp.Truncate(time.Second)
+	return t, nil
+}
+
+// redeem uses up user's challenge of sale, if it is ch and nonce solves
+// it. The challenge is taken before anything is checked: a wrong answer
+// costs the solver a new challenge, so one cannot be guessed at.
+func (s *Service) redeem(ctx context.Context, sale int64, user, ch, nonce string) error {
+	if len(ch) != challengeLen || strings.Trim(ch, "0123456789abcdef") != "" || !printable(nonce, maxNonceLen) {
+		return seckill.ErrPowInvalid
+	}
+	issued, difficulty, ok, err := s.challenges.TakeChallenge(ctx, sale, user)
+	switch {
+	case err != nil:
+		return err
+	case !ok, issued != ch, !Solves(ch, nonce, difficulty):
+		return seckill.ErrPowInvalid
+	}
+	return nil
+}
+
+// printable says whether s is 1 to max characters of printable ASCII.
+func printable(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
