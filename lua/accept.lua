@@ -2,7 +2,7 @@
 -- one, exactly once per move id (a move is delivered again after a crash,
 -- and twice is the same as once).
 --
--- KEYS[1] stock hash of the destination bucket
+-- KEYS[1] stock hash of the destination bucket (its expire_at is the set's)
 -- KEYS[2] arrived set of the destination bucket   move ids received
 -- ARGV[1] move id   ARGV[2] units
 --

@@ -5,7 +5,8 @@
 -- two steps can leave units in transit (not on sale for a while, found and
 -- delivered by the next rebalance) but never creates any.
 --
--- KEYS[1] stock hash of the source bucket
+-- KEYS[1] stock hash of the source bucket (available, total, status, and
+--         expire_at, the moves hash's expiry)
 -- KEYS[2] moves hash of the source bucket   move id -> "destination tag|units"
 -- ARGV[1] move id   ARGV[2] destination tag   ARGV[3] units wanted
 --

@@ -1,6 +1,6 @@
 -- release.lua returns a cancelled order's units to the sale, exactly once.
 --
--- KEYS[1] stock hash
+-- KEYS[1] stock hash    available, sold; expire_at is the released set's
 -- KEYS[2] buyers hash    user_id -> units bought
 -- KEYS[3] released set   order ids already released
 -- ARGV[1] order id   ARGV[2] user id   ARGV[3] qty

@@ -2,6 +2,7 @@
 // pause/resume/end, live dashboard. Hash routes: #/, #/new, #/sales/{id},
 // #/sales/{id}/edit.
 import { $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
+import { Code } from "./codes.js";
 
 const pg = page($("#app"));
 
@@ -26,7 +27,7 @@ async function guard(fn) {
   try {
     return await fn();
   } catch (e) {
-    if (e.code === "unauthenticated") {
+    if (e.code === Code.Unauthenticated) {
       signedIn(false);
       loginView();
       return undefined;
@@ -52,7 +53,7 @@ function loginView() {
       else location.hash = "#/"; // hashchange routes
 
     } catch (e) {
-      err.textContent = e.code === "rate_limited" ? `Too many attempts; wait ${e.retryAfter || 60} s.` : e.message;
+      err.textContent = e.message;
     }
     submit.disabled = false;
   } },
@@ -276,7 +277,7 @@ async function dashboardView(id) {
   try {
     sale = await guard(() => api("GET", `/admin/api/sales/${id}`));
   } catch (e) {
-    return v.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+    return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!sale) return;
   signedIn(true);

@@ -1,5 +1,6 @@
 // Shared by the shopper page and the admin panel: API calls, money and
 // time formatting, server-clock offset, live stock.
+import { Code, Local } from "./codes.js";
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -74,7 +75,7 @@ export class ApiError extends Error {
 }
 
 // api sends a JSON request with the session cookie and returns the decoded
-// body, or throws ApiError (code "network" when the server cannot be reached).
+// body, or throws ApiError (Local.Network when the server cannot be reached).
 export async function api(method, path, body) {
   let res;
   try {
@@ -85,7 +86,7 @@ export async function api(method, path, body) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
-    throw new ApiError(0, "network", "The server cannot be reached. Check your connection.");
+    throw new ApiError(0, Local.Network, "The server cannot be reached. Check your connection.");
   }
   noteServerDate(res);
   let data = null;
@@ -96,7 +97,7 @@ export async function api(method, path, body) {
   }
   if (!res.ok) {
     const err = (data && data.error) || {};
-    throw new ApiError(res.status, err.code || "internal", err.message || `HTTP ${res.status}`,
+    throw new ApiError(res.status, err.code || Code.Internal, err.message || `HTTP ${res.status}`,
       err.fields || [], Number(res.headers.get("Retry-After")) || 0);
   }
   return data;

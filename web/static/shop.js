@@ -4,6 +4,7 @@ import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow,
 } from "./common.js";
+import { Code, Local } from "./codes.js";
 
 const pg = page($("#app"));
 let me = null; // {user_id, name}
@@ -92,23 +93,26 @@ async function salesView() {
   v.show(el("h1", {}, "Flash sales"), el("div", { class: "grid" }, cards));
 }
 
-// Outcome messages for every refusal a buy can get.
-function outcome(e, sale) {
-  const msg = {
-    sold_out: ["bad", "Sold out", "Every unit has been taken. Better luck next drop."],
-    limit_exceeded: ["warn", "Limit reached", `This sale allows ${sale.per_user_limit} per customer and you have reached it.`],
-    not_started: ["warn", "Not started yet", "The sale has not opened. The button enables the moment it does."],
-    ended: ["bad", "Sale ended", "This sale is over."],
-    paused: ["warn", "Sale paused", "The merchant paused this sale. It may resume shortly."],
-    rate_limited: ["warn", "Too many requests", `Slow down a little: try again in ${e.retryAfter || 1} s.`],
-    unavailable: ["warn", "Service busy", "The shop cannot take orders this instant. Try again in a moment."],
-    network: ["warn", "No connection", e.message],
-    ticket_required: ["warn", "Check failed", "This sale needs a buy ticket and none could be had. Try again."],
-    ticket_invalid: ["warn", "Check failed", "Your buy ticket ran out. Try again: a new one is fetched."],
-    pow_invalid: ["warn", "Check failed", "The check before buying did not pass. Try again."],
-    pow: ["bad", "Check failed", e.message],
-  }[e.code] || ["bad", "Something went wrong", e.message];
-  return { kind: msg[0], title: msg[1], detail: msg[2] };
+// The title of each refusal a buy can get, and whether it is final (bad)
+// or may pass (warn); the detail is the server's message.
+const outcomes = new Map([
+  [Code.SoldOut, ["bad", "Sold out"]],
+  [Code.LimitExceeded, ["warn", "Limit reached"]],
+  [Code.NotStarted, ["warn", "Not started yet"]],
+  [Code.Ended, ["bad", "Sale ended"]],
+  [Code.Paused, ["warn", "Sale paused"]],
+  [Code.RateLimited, ["warn", "Too many requests"]],
+  [Code.Unavailable, ["warn", "Service busy"]],
+  [Local.Network, ["warn", "No connection"]],
+  [Code.TicketRequired, ["warn", "Check failed"]],
+  [Code.TicketInvalid, ["warn", "Check failed"]],
+  [Code.PowInvalid, ["warn", "Check failed"]],
+  [Local.Pow, ["bad", "Check failed"]],
+]);
+
+function outcome(e) {
+  const [kind, title] = outcomes.get(e.code) || ["bad", "Something went wrong"];
+  return { kind, title, detail: e.message };
 }
 
 // Buy tickets (sales with require_ticket): one a sale, kept while it
@@ -142,7 +146,7 @@ function solve(challenge, difficulty, progress) {
     };
     w.onerror = (ev) => {
       w.terminate();
-      reject({ code: "pow", message: ev.message || "This browser could not run the check before buying." });
+      reject({ code: Local.Pow, message: ev.message || "This browser could not run the check before buying." });
     };
     w.postMessage({ challenge, difficulty });
   });
@@ -163,7 +167,7 @@ async function saleView(id) {
     sale = await api("GET", `/api/sales/${id}`);
     noteServerTime(sale.server_time, sent, Date.now());
   } catch (e) {
-    return v.show(el("p", { class: "result bad" }, e.code === "sale_not_found" ? "No such sale." : e.message));
+    return v.show(el("p", { class: "result bad" }, e.message));
   }
   const badge = el("span", { class: "badge", id: "status" });
   const fill = el("div");
@@ -238,8 +242,7 @@ async function saleView(id) {
         showResult("ok", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid."));
       } catch (e) {
         pay.disabled = false;
-        const why = e.code === "order_cancelled" ? "The payment window closed and the order was cancelled." : e.message;
-        showResult("bad", "Payment failed", why);
+        showResult("bad", "Payment failed", e.message);
       }
     };
   };
@@ -268,13 +271,13 @@ async function saleView(id) {
       } catch (e) {
         err = e;
         verifying = "";
-        if ((e.code === "ticket_required" || e.code === "ticket_invalid") && !renewed) {
+        if ((e.code === Code.TicketRequired || e.code === Code.TicketInvalid) && !renewed) {
           renewed = true;
           sale.require_ticket = true;
           tickets.delete(sale.id);
           continue;
         }
-        if (e.code !== "network" && e.code !== "unavailable") break;
+        if (e.code !== Local.Network && e.code !== Code.Unavailable) break;
         await new Promise((ok) => setTimeout(ok, 300 * (attempt + 1)));
       }
     }
@@ -282,14 +285,14 @@ async function saleView(id) {
     verifying = "";
     if (r) {
       await succeeded(r);
-    } else if (err.code === "unauthenticated") {
+    } else if (err.code === Code.Unauthenticated) {
       me = null;
       renderWho();
       return signInView(() => route());
     } else {
-      const o = outcome(err, sale);
-      if (err.code === "rate_limited") retryAt = serverNow() + 1000 * (err.retryAfter || 1);
-      if (err.code === "sold_out") sale.remaining = Math.min(sale.remaining, qty - 1);
+      const o = outcome(err);
+      if (err.code === Code.RateLimited) retryAt = serverNow() + 1000 * (err.retryAfter || 1);
+      if (err.code === Code.SoldOut) sale.remaining = Math.min(sale.remaining, qty - 1);
       showResult(o.kind, o.title, o.detail);
     }
     paint();
@@ -328,7 +331,7 @@ async function ordersView() {
   try {
     list = (await api("GET", "/api/orders")).orders;
   } catch (e) {
-    if (e.code === "unauthenticated") return signInView(() => route());
+    if (e.code === Code.Unauthenticated) return signInView(() => route());
     return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!list.length) return v.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
@@ -350,7 +353,7 @@ async function ordersView() {
       try {
         Object.assign(o, await api("POST", `/api/orders/${o.order_id}/pay`));
       } catch (e) {
-        if (e.code === "order_cancelled") o.status = "cancelled";
+        if (e.code === Code.OrderCancelled) o.status = "cancelled";
         else alert(e.message);
       }
       pay.disabled = false;

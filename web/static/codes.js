@@ -1,0 +1,27 @@
+// The outcome codes the pages act on, named in this one module. Every
+// refusal shows the server's own message; the pages branch only on these
+// codes (the server's, from its one table: docs/api.md, Errors) and the
+// two of their own in Local.
+export const Code = Object.freeze({
+  SoldOut: "sold_out",
+  LimitExceeded: "limit_exceeded",
+  NotStarted: "not_started",
+  Ended: "ended",
+  Paused: "paused",
+  RateLimited: "rate_limited",
+  Unavailable: "unavailable",
+  Unauthenticated: "unauthenticated",
+  OrderCancelled: "order_cancelled",
+  TicketRequired: "ticket_required",
+  TicketInvalid: "ticket_invalid",
+  PowInvalid: "pow_invalid",
+  Internal: "internal",
+});
+
+// Local are the pages' own codes, for what never got an answer.
+export const Local = Object.freeze({
+  // Network: the server could not be reached.
+  Network: "network",
+  // Pow: this browser could not run the proof of work.
+  Pow: "pow",
+});
