@@ -157,8 +157,8 @@ func (c Code) row() codeRow {
 // the table lacks).
 func (c Code) Err() error { return c.row().err }
 
-// Status is the HTTP status the code is answered with.
-func (c Code) Status() int { return c.row().status }
+// HTTPStatus is the HTTP status the code is answered with.
+func (c Code) HTTPStatus() int { return c.row().status }
 
 // Message is the code's message, safe to show anyone.
 func (c Code) Message() string { return c.row().message }

@@ -21,8 +21,8 @@ import (
 // sentinel; an error is its code's whatever wraps it.
 func TestCodeTable(t *testing.T) {
 	for _, c := range seckill.Codes() {
-		if c.Status() < 200 || c.Message() == "" {
-			t.Errorf("%s: status %d, message %q", c, c.Status(), c.Message())
+		if c.HTTPStatus() < 200 || c.Message() == "" {
+			t.Errorf("%s: status %d, message %q", c, c.HTTPStatus(), c.Message())
 		}
 		if c == seckill.CodeOK {
 			if c.Err() != nil || seckill.CodeOf(nil) != c {
@@ -30,8 +30,8 @@ func TestCodeTable(t *testing.T) {
 			}
 			continue
 		}
-		if c.Status() < 400 {
-			t.Errorf("%s refuses with status %d", c, c.Status())
+		if c.HTTPStatus() < 400 {
+			t.Errorf("%s refuses with status %d", c, c.HTTPStatus())
 		}
 		for name, err := range map[string]error{
 			"sentinel": c.Err(), "wrapped": fmt.Errorf("context: %w", c.Err()),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // gate holds the first call until opened, so later requests queue.

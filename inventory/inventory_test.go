@@ -12,7 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // env is a test's Redis with a key prefix of its own.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // ledgerSale creates a sale row directly in the ledger.

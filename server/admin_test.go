@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // TestAdminAuth: every admin route refuses without a session or token; a

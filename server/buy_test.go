@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest"
 	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // hammer sends n concurrent buy requests for one sale from users user-0 ..

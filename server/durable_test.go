@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest"
-	"github.com/seckill/seckill/server/servertest/topology"
+	"github.com/seckill/seckill/system/servertest"
+	"github.com/seckill/seckill/system/servertest/topology"
 )
 
 // TestDurableAccepts: with redis_wait_replicas=1 on a Sentinel set, a buy

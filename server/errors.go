@@ -100,10 +100,10 @@ func abort(c *gin.Context, err error) {
 func sendAnswer(c *gin.Context, a *answer, err error) {
 	if a.code == seckill.CodeClientCancelled {
 		slog.DebugContext(c.Request.Context(), "client went away", "route", c.FullPath(), "request_id", requestID(c))
-		c.AbortWithStatus(a.code.Status())
+		c.AbortWithStatus(a.code.HTTPStatus())
 		return
 	}
-	switch status := a.code.Status(); {
+	switch status := a.code.HTTPStatus(); {
 	case status == http.StatusServiceUnavailable: // a backing service is down or failing over: retried
 		slog.WarnContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
 	case status >= 500:
@@ -125,7 +125,7 @@ func writeAnswer(w http.ResponseWriter, a *answer) {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(a.retryAfter.Seconds()))))
 	}
 	h["Content-Type"] = jsonContentType
-	w.WriteHeader(a.code.Status())
+	w.WriteHeader(a.code.HTTPStatus())
 	if a.body != nil {
 		_, _ = w.Write(a.body)
 		return

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // serve runs srv (and so its background chores: the stock-changed

@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/server/servertest"
 	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // TestEveryRefusalIsJSON: unknown assets, paths that climb out of

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // stack is a server on a test env.

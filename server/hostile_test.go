@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // state is everything a request could change, as text: every Redis key of

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 type stockFrame struct {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // TestMain stops the topologies the tests shared (a Redis Cluster under

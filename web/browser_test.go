@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // artifacts is where screenshots go (git-ignored).

@@ -18,10 +18,10 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/memory"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest"
 	"github.com/seckill/seckill/worker"
 )
 

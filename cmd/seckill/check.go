@@ -10,8 +10,8 @@ import (
 
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/system"
 )
 
 // errServicesMissing makes check exit non-zero.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
+	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/worker"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // child is a `seckill all --embedded` process.

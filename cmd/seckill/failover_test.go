@@ -20,8 +20,8 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest"
-	"github.com/seckill/seckill/server/servertest/topology"
+	"github.com/seckill/seckill/system/servertest"
+	"github.com/seckill/seckill/system/servertest/topology"
 )
 
 // Failover: the whole system (2 `seckill serve`, 2 `seckill worker`) on a

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/cmd/seckill/bench"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // TestTwoServeProcesses: two `seckill serve` processes on one Redis,

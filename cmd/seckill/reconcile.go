@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
+	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/worker"
 )
 

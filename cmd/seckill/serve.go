@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/system"
 )
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {

@@ -26,11 +26,11 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
+	"github.com/seckill/seckill/system"
 )
 
 // Options tune a run.

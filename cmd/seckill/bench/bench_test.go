@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/cmd/seckill/bench"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // TestCasesRun runs every case at a small size: the suite must keep

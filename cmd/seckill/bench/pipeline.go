@@ -13,9 +13,9 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/worker"
 )
 

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/server/servertest/topology"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest/topology"
 )
 
 // scaleoutCase measures one hot sale on a 3-master Redis Cluster (each

@@ -14,7 +14,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
-	"github.com/seckill/seckill/server/servertest"
+	"github.com/seckill/seckill/system/servertest"
 )
 
 // stack is the real system on loopback: server, relay and worker.

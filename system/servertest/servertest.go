@@ -29,13 +29,13 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/internal/system"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/server"
-	"github.com/seckill/seckill/server/servertest/topology"
 	"github.com/seckill/seckill/sessions"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest/topology"
 )
 
 // JWTSecret signs the session tokens of test servers.
