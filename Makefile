@@ -11,6 +11,8 @@ PKGS    := ./...
 all: build
 
 build:
+	@GOPROXY=off $(GO) list -deps ./cmd/seckill >/dev/null 2>&1 || \
+		echo "==> first build: downloading the Go modules Seckill uses (about 60; a minute or two)"
 	$(GO) build -o $(BIN) ./cmd/seckill
 
 ## run: the whole system (migrations, server, relay, worker) on the configured
@@ -20,7 +22,7 @@ run: build
 		echo "make run: Redis, RabbitMQ and MySQL answer (above): running on them."; \
 		exec ./$(BIN) all; \
 	else \
-		echo "make run: not every service answers (above): running embedded, everything in this process (data in ./data)."; \
+		echo "make run: not every service answers (above): running embedded, everything in this process (data in $${SECKILL_DATA_DIR:-./data})."; \
 		exec ./$(BIN) all --embedded; \
 	fi
 

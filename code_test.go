@@ -201,3 +201,16 @@ func goName(c seckill.Code) string {
 	}
 	return b.String()
 }
+
+// TestCodesDocumented: docs/api.md names every code of the table.
+func TestCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range seckill.Codes() {
+		if !strings.Contains(string(doc), "`"+string(c)+"`") {
+			t.Errorf("docs/api.md does not name the code %s", c)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,30 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			t.Errorf("log line lacks %s: %s", shown, out)
 		}
 	}
+}
+
+// TestSettingsDocumented: docs/api.md names the variable of every setting.
+func TestSettingsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := regexp.MustCompile(`(?m)^([a-z_]+):`).FindAllStringSubmatch(string(defaultsYAML(t)), -1)
+	if len(keys) < 10 {
+		t.Fatalf("read %d settings from the defaults", len(keys))
+	}
+	for _, k := range keys {
+		if v := "`SECKILL_" + strings.ToUpper(k[1]) + "`"; !strings.Contains(string(doc), v) {
+			t.Errorf("docs/api.md does not name %s", v)
+		}
+	}
+}
+
+func defaultsYAML(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("seckill.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,8 +3,12 @@ package server_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/system/servertest"
 )
@@ -136,5 +140,26 @@ func TestPagesServed(t *testing.T) {
 	}
 	if r := call(t, st.h, "GET", "/static/missing.js", nil); r.Status != 404 {
 		t.Errorf("missing asset: %v", r)
+	}
+}
+
+// TestEveryRouteDocumented: docs/api.md names every route the server
+// answers, as "METHOD /path" with {param} for a parameter.
+func TestEveryRouteDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStack(t)
+	engine, ok := st.h.(*gin.Engine)
+	if !ok {
+		t.Fatalf("the handler is a %T", st.h)
+	}
+	param := regexp.MustCompile(`[:*](\w+)`)
+	for _, r := range engine.Routes() {
+		route := r.Method + " " + param.ReplaceAllString(r.Path, "{$1}")
+		if !strings.Contains(string(doc), "`"+route+"`") {
+			t.Errorf("docs/api.md does not name the route %s", route)
+		}
 	}
 }

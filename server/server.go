@@ -278,7 +278,7 @@ func readyz(checks map[string]func(context.Context) error, dead func(context.Con
 			status = http.StatusServiceUnavailable
 			body = gin.H{
 				"status":  "unavailable",
-				"error":   gin.H{"code": "unavailable", "message": "Some backing services do not answer."},
+				"error":   errorDetail{Code: seckill.CodeUnavailable, Message: "Some backing services do not answer."},
 				"failing": failing,
 			}
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -21,6 +24,13 @@ import (
 // SQLite ledger in data_dir, the in-process bus. Nothing is shared with
 // another process, so embedded mode is `seckill all` only.
 func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
+	if cfg.GeneratedAdminPassword {
+		pw, err := keptPassword(cfg.DataDir, cfg.AdminPassword)
+		if err != nil {
+			return nil, err
+		}
+		cfg.AdminPassword = pw
+	}
 	var closers []func() error
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -106,3 +116,29 @@ func (s *System) Drain(ctx context.Context) {
 		}
 	}
 }
+
+// passwordFile keeps, in the data directory, the admin password an
+// embedded system made up when none was configured.
+const passwordFile = "admin-password"
+
+// keptPassword returns the admin password kept in dir, keeping made (a
+// password made up at this start) there if there is none yet: an embedded
+// system's data and its development password go together, across
+// restarts.
+func keptPassword(dir, made string) (string, error) {
+	path := filepath.Join(dir, passwordFile)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("data directory (SECKILL_DATA_DIR): %w", err)
+	}
+	if err := os.WriteFile(path, []byte(made+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("keeping the admin password in %s: %w", path, err)
+	}
+	return made, nil
+}
+
+// PasswordFile is where an embedded system keeps its made-up admin
+// password.
+func PasswordFile(cfg configs.Config) string { return filepath.Join(cfg.DataDir, passwordFile) }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +22,7 @@ import (
 type child struct {
 	cmd  *exec.Cmd
 	base string
-	out  *bytes.Buffer
+	out  *servertest.Output
 }
 
 // startEmbedded starts `seckill all --embedded` on dir and waits until it
@@ -34,7 +35,7 @@ func startEmbedded(t *testing.T, dir string) (*child, time.Duration) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := &child{base: "http://" + addr, out: &bytes.Buffer{}}
+	c := &child{base: "http://" + addr, out: &servertest.Output{}}
 	c.cmd = exec.Command(servertest.Binary(t), "all", "--embedded")
 	c.cmd.Env = append(os.Environ(), "SECKILL_DATA_DIR="+dir, "SECKILL_HTTP_ADDR="+addr, "SECKILL_OPS_ADDR=",
 		"SECKILL_JWT_SECRET="+servertest.JWTSecret, "SECKILL_ADMIN_TOKEN="+servertest.AdminToken,
@@ -136,9 +137,19 @@ func TestEmbeddedSurvivesRestart(t *testing.T) {
 		})
 	}
 
+	// No admin password was configured: the one made up is kept with the
+	// data, and it is still the password after the restart.
+	kept, err := os.ReadFile(filepath.Join(dir, "admin-password"))
+	password := strings.TrimSpace(string(kept))
+	if err != nil || password == "" || !strings.Contains(c.out.String(), "admin password: "+password) {
+		t.Fatalf("the made-up admin password is not kept in the data directory (%v):\n%s", err, c.out.String())
+	}
 	c.stop(t)
 	c, took = startEmbedded(t, dir)
 	t.Logf("restart to ready: %s", took)
+	if status, ans := c.do(t, "POST", "/admin/api/login", "", map[string]any{"password": password}); status != 200 {
+		t.Errorf("login with the kept password after the restart: %d %v", status, ans)
+	}
 	_, got := c.do(t, "GET", fmt.Sprintf("/api/sales/%d", id), "", nil)
 	if got["remaining"] != float64(6) || got["sold"] != float64(4) {
 		t.Errorf("sale after the restart: %v, want 6 remaining, 4 sold", got)

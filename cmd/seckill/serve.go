@@ -81,7 +81,7 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 	if err != nil {
 		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
-	banner(cfg, sys, ln.Addr().String())
+	banner(sys, ln.Addr().String())
 
 	if cfg.OpsAddr != "" {
 		stop, err := serveOps(ctx, cfg.OpsAddr, "SECKILL_OPS_ADDR", sys)
@@ -113,15 +113,20 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 }
 
 // banner tells the person who started the server where to look.
-func banner(cfg configs.Config, sys *system.System, addr string) {
+func banner(sys *system.System, addr string) {
+	cfg := sys.Config
 	how := "on the configured Redis, RabbitMQ and MySQL"
 	if sys.Embedded {
 		how = fmt.Sprintf("embedded: Redis, the message bus and the SQLite ledger (%s) run in this process", cfg.DataDir)
 	}
 	fmt.Printf("\n  Seckill is running, %s.\n    shop:  http://%s/\n    admin: http://%s/admin\n", how, addr, addr)
-	if cfg.GeneratedAdminPassword {
+	switch {
+	case cfg.GeneratedAdminPassword && sys.Embedded:
+		fmt.Printf("    admin password: %s (made up for this data directory and kept in %s; set SECKILL_ADMIN_PASSWORD to choose one)\n",
+			cfg.AdminPassword, system.PasswordFile(cfg))
+	case cfg.GeneratedAdminPassword:
 		// Development only: production requires SECKILL_ADMIN_PASSWORD.
-		fmt.Printf("    admin password: %s (a development default; set SECKILL_ADMIN_PASSWORD to choose one)\n", cfg.AdminPassword)
+		fmt.Printf("    admin password: %s (made up at this start: the next one makes up another; set SECKILL_ADMIN_PASSWORD to keep one)\n", cfg.AdminPassword)
 	}
 	fmt.Println()
 }

@@ -22,7 +22,7 @@ func startup(t *testing.T, env []string, args ...string) (out string, running bo
 	defer cancel()
 	cmd := exec.CommandContext(ctx, servertest.Binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
-	var buf strings.Builder
+	var buf servertest.Output
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

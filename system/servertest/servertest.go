@@ -6,6 +6,7 @@
 package servertest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -436,4 +437,26 @@ func Main(m interface{ Run() int }) int {
 	}
 	sharedMu.Unlock()
 	return code
+}
+
+// Output collects what a child process writes to its stdout and stderr
+// while the test reads it: os/exec copies into it from goroutines of its
+// own, so the buffer is locked (a plain bytes.Buffer read meanwhile is a
+// data race).
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+// String is everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
 }
