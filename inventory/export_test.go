@@ -1,10 +1,6 @@
 package inventory
 
-import (
-	"time"
-
-	"github.com/seckill/seckill"
-)
+import "time"
 
 // SetClock replaces the fast path's clock, so a test can move past a
 // mark's recheck time without waiting for it.
@@ -23,6 +19,3 @@ var (
 
 // ReqField is the reqs hash field of a request.
 func ReqField(user, requestID string) string { return reqField(user, requestID) }
-
-// Answers of a decision, for comparing.
-func Answers(d seckill.Decision) []seckill.Answer { return d.Answers }

@@ -62,9 +62,6 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 // Keys returns the key builder of the store.
 func (s *Store) Keys() Keys { return s.keys }
 
-// Redis returns the client the store runs on.
-func (s *Store) Redis() redis.UniversalClient { return s.rdb }
-
 // ErrNotDurable means a buy call was decided by the master but its
 // replicas did not confirm having it in time: if the master failed now,
 // the decision could be lost. Nothing is answered for it; a retry with the
