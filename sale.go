@@ -35,7 +35,8 @@ const (
 	StatusEnded  Status = "ended"
 )
 
-// Action is what a merchant does to a sale's status.
+// Action is what a merchant does to a sale's status: status.lua applies
+// it (ending is final: an ended sale can be neither paused nor resumed).
 type Action string
 
 // The merchant's actions.
@@ -44,21 +45,6 @@ const (
 	ActionResume Action = "resume"
 	ActionEnd    Action = "end"
 )
-
-// After is the status that action leaves: ending is final, so an ended
-// sale can be neither paused nor resumed (ErrEnded). status.lua keeps the
-// same rule for the stock in Redis.
-func (s Status) After(a Action) (Status, error) {
-	switch {
-	case a == ActionEnd:
-		return StatusEnded, nil
-	case s == StatusEnded:
-		return s, ErrEnded
-	case a == ActionPause:
-		return StatusPaused, nil
-	}
-	return StatusActive, nil
-}
 
 // Phase is a sale's state as shoppers see it at a moment.
 type Phase string

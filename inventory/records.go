@@ -87,8 +87,8 @@ func (s *Store) PutChallenge(ctx context.Context, sale int64, user, ch string, d
 }
 
 // TakeChallenge removes and returns user's challenge for sale and its
-// difficulty; ok is false when there is none (expired, used, or never
-// issued).
+// difficulty; ok is false when there is none (expired, used, never issued,
+// or unreadable).
 func (s *Store) TakeChallenge(ctx context.Context, sale int64, user string) (ch string, difficulty int, ok bool, err error) {
 	v, err := s.rdb.GetDel(ctx, s.keys.Challenge(sale, user)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -98,7 +98,7 @@ func (s *Store) TakeChallenge(ctx context.Context, sale int64, user string) (ch 
 		return "", 0, false, failed("take a challenge", err)
 	}
 	ch, difficulty, err = decodeChallenge(v)
-	return ch, difficulty, err == nil, err
+	return ch, difficulty, err == nil, nil // a malformed record is no challenge
 }
 
 // TakeTurn reports whether this process takes its turn at chore for sale:

@@ -221,16 +221,14 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 }
 
 // Act pauses, resumes or ends a sale (an ended sale stays ended:
-// seckill.ErrEnded).
+// seckill.ErrEnded). Redis decides the new status (status.lua, on every
+// part) with the ledger's row locked, and the ledger records it.
 func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
 	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
 		var err error
-		sl.Status, err = sl.Status.After(a)
+		sl.Status, err = s.stock.SetStatus(ctx, sl.ID, a)
 		return sl, err
-	}, func(before, _ seckill.Sale) error {
-		_, err := s.stock.SetStatus(ctx, before.ID, a)
-		return err
-	})
+	}, func(_, _ seckill.Sale) error { return nil })
 }
 
 // change runs one change of a sale in the ledger's transaction, apply

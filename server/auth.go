@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -164,8 +166,9 @@ type loginRequest struct {
 func (s *Server) login(c *gin.Context) {
 	now := s.Now()
 	if r := s.logins.reserve(c.ClientIP(), now); r.DelayFrom(now) > 0 {
+		wait := r.DelayFrom(now)
 		r.CancelAt(now)
-		abort(c, rateLimited("Too many login attempts; wait a little.", r.DelayFrom(now)))
+		abort(c, rateLimited(fmt.Sprintf("Too many login attempts; try again in %d s.", int(math.Ceil(wait.Seconds()))), wait))
 		return
 	}
 	var req loginRequest

@@ -152,7 +152,8 @@ func rateLimited(message string, wait time.Duration) *answer {
 }
 
 // handshakeRefused is the answer of a WebSocket handshake the upgrader
-// refused (with the status it chose: 400, 403 or 405, all invalid).
+// refused (not a GET upgrade of a WebSocket, or of a version it does not
+// speak): invalid_request, 400.
 func handshakeRefused(w http.ResponseWriter, reason error) {
 	writeAnswer(w, &answer{code: seckill.CodeInvalid, message: fmt.Sprintf("WebSocket handshake refused: %v.", reason)})
 }

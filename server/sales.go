@@ -165,11 +165,6 @@ func (s *Server) updateSale(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	id, err := saleID(c)
-	if err != nil {
-		abort(c, err)
-		return
-	}
 	var fixed []seckill.FieldError
 	if req.Total != nil {
 		fixed = append(fixed, seckill.FieldError{Field: "total", Message: "changes only by restock"})
@@ -179,6 +174,11 @@ func (s *Server) updateSale(c *gin.Context) {
 	}
 	if len(fixed) > 0 {
 		abort(c, seckill.Invalid(fixed...))
+		return
+	}
+	id, err := saleID(c)
+	if err != nil {
+		abort(c, err)
 		return
 	}
 	v, err := s.Sales.Update(c.Request.Context(), id, req.patch())
@@ -192,6 +192,10 @@ type restockRequest struct {
 func (s *Server) restock(c *gin.Context) {
 	var req restockRequest
 	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	if err := seckill.ValidRestock(0, req.Qty); err != nil {
 		abort(c, err)
 		return
 	}

@@ -51,16 +51,17 @@ func (s *Server) ticket(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	var req ticketRequest
-	if err := decode(c, &req); err != nil {
-		abort(c, err)
-		return
-	}
-	ch, nonce := "", ""
-	if req.Challenge != nil && req.Nonce != nil {
-		ch, nonce = *req.Challenge, *req.Nonce
-	}
-	t, err := s.Tickets.Ticket(c.Request.Context(), id, currentUser(c).ID, ch, nonce)
+	// The body is read once the sale is known to be open.
+	t, err := s.Tickets.Ticket(c.Request.Context(), id, currentUser(c).ID, func() (string, string, error) {
+		var req ticketRequest
+		if err := decode(c, &req); err != nil {
+			return "", "", err
+		}
+		if req.Challenge != nil && req.Nonce != nil {
+			return *req.Challenge, *req.Nonce, nil
+		}
+		return "", "", nil
+	})
 	if err != nil {
 		if seckill.CodeOf(err) == seckill.CodePowInvalid {
 			s.Outcomes.Add(id, string(seckill.CodePowInvalid))

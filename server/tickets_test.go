@@ -128,6 +128,10 @@ func TestTicketRules(t *testing.T) {
 	if r := call(t, st.h, "POST", ticketPath(later.ID), map[string]any{}, bearer(alice)); r.Status != 409 || r.code() != "not_started" {
 		t.Fatalf("ticket before the opening: %v, want 409 not_started", r)
 	}
+	// The sale is checked before the body is read.
+	if r := call(t, st.h, "POST", ticketPath(later.ID), `{"nonce":`, bearer(alice)); r.Status != 409 || r.code() != "not_started" {
+		t.Fatalf("ticket before the opening with a broken body: %v, want 409 not_started", r)
+	}
 	for _, rc := range []struct {
 		name, path string
 		headers    []string

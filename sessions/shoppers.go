@@ -177,10 +177,14 @@ func (s *Shoppers) Load(ctx context.Context) error {
 
 // Run applies other processes' sign-outs until ctx ends.
 func (s *Shoppers) Run(ctx context.Context) {
-	go wait.Every(ctx, signOutResync, func() {
-		if err := s.Load(ctx); err != nil && ctx.Err() == nil {
-			slog.Warn("sessions: reading sign-outs failed", "err", err)
-		}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		wait.Every(ctx, signOutResync, func() {
+			if err := s.Load(ctx); err != nil && ctx.Err() == nil {
+				slog.Warn("sessions: reading sign-outs failed", "err", err)
+			}
+		})
 	})
 	inventory.Follow(ctx, s.rdb, s.keys.signedOut(), s.Load, func(payload string) {
 		if user, epoch, ok := parseSignOut(payload); ok {

@@ -16,10 +16,10 @@ import (
 
 // Server builds an HTTP server on the system, as one process would have
 // it: its own services (with their caches, counters and the sign-outs it
-// follows) and its metrics on registry. buys decides its buys; nil is the
-// configured chain: the ticket gate, the batcher (batch_enabled), the
-// sold-out fast path (sold_out_recheck > 0) and the stock, each built over
-// the next.
+// follows) and its metrics on registry. Its buys go through the ticket
+// gate to buys, or with buys nil to the configured chain: the batcher
+// (batch_enabled), the sold-out fast path (sold_out_recheck > 0) and the
+// stock, each built over the next.
 func (s *System) Server(registry *prometheus.Registry, buys server.Reserver) (*server.Server, error) {
 	return server.New(ServerConfig(s.Config), s.ServerDeps(registry, buys))
 }
@@ -33,24 +33,23 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), cfg.TicketTTL, now)
 	d := server.Deps{
-		Buys: buys, Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
+		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
 		Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if s.Bus != nil {
 		d.DeadLetters = s.DeadLetters
 	}
-	if d.Buys == nil {
-		var chores []func(context.Context)
-		d.Buys, chores = s.buyChain(registry, tix)
-		d.Chores = append(d.Chores, chores...)
+	if buys == nil {
+		buys, d.Chores = s.buyChain(registry)
 	}
+	d.Buys = tickets.NewGate(buys, tix)
 	return d
 }
 
-// buyChain composes the configured buy chain, front first, and the chores
-// it needs run.
-func (s *System) buyChain(registry *prometheus.Registry, tix *tickets.Service) (server.Reserver, []func(context.Context)) {
+// buyChain composes the configured buy chain behind the ticket gate, front
+// first, and the chores it needs run.
+func (s *System) buyChain(registry *prometheus.Registry) (server.Reserver, []func(context.Context)) {
 	cfg := s.Config
 	m := newChainMetrics(registry)
 	var chain inventory.Reserver = s.Stock
@@ -65,7 +64,7 @@ func (s *System) buyChain(registry *prometheus.Registry, tix *tickets.Service) (
 	if cfg.BatchEnabled {
 		chain = inventory.NewBatcher(chain, bc)
 	}
-	return tickets.NewGate(chain, tix), chores
+	return chain, chores
 }
 
 // chainMetrics are the buy chain's Prometheus series.

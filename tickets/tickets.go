@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"math/bits"
 	"strconv"
@@ -154,7 +155,7 @@ func (s *Service) CheckBuy(ctx context.Context, sale int64, user, ticket string)
 	case errors.Is(err, seckill.ErrSaleNotFound):
 		return nil // not cached: the sale may be created the next moment
 	case err != nil:
-		return err
+		return unavailable(err)
 	case !st.RequireTicket:
 		return nil
 	case ticket == "":
@@ -204,7 +205,7 @@ func (s *Service) Challenge(ctx context.Context, sale int64, user string) (Chall
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
 	c := Challenge{Challenge: hex.EncodeToString(raw[:]), Difficulty: st.PowDifficulty, ExpiresAt: s.now().Add(s.ttl)}
 	if err := s.challenges.PutChallenge(ctx, sale, user, c.Challenge, c.Difficulty, s.ttl); err != nil {
-		return Challenge{}, err
+		return Challenge{}, unavailable(err)
 	}
 	return c, nil
 }
@@ -217,11 +218,16 @@ type Ticket struct {
 	Solved bool
 }
 
-// Ticket hands out a buy ticket for an open sale, for the user's solved
-// challenge (ch and nonce) when the sale asks for a proof of work:
-// seckill.ErrPowInvalid when it is not solved.
-func (s *Service) Ticket(ctx context.Context, sale int64, user, ch, nonce string) (Ticket, error) {
+// Ticket hands out a buy ticket for an open sale. Once the sale is known
+// to be open, solution reads the request's answer to the user's challenge
+// (ch and nonce; "" when it gave none), which must solve it when the sale
+// asks for a proof of work: seckill.ErrPowInvalid when it does not.
+func (s *Service) Ticket(ctx context.Context, sale int64, user string, solution func() (ch, nonce string, err error)) (Ticket, error) {
 	st, err := s.open(ctx, sale)
+	if err != nil {
+		return Ticket{}, err
+	}
+	ch, nonce, err := solution()
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -247,11 +253,21 @@ func (s *Service) redeem(ctx context.Context, sale int64, user, ch, nonce string
 	issued, difficulty, ok, err := s.challenges.TakeChallenge(ctx, sale, user)
 	switch {
 	case err != nil:
-		return err
+		return unavailable(err)
 	case !ok, issued != ch, !Solves(ch, nonce, difficulty):
 		return seckill.ErrPowInvalid
 	}
 	return nil
+}
+
+// unavailable marks a failure of the store behind these routes as the
+// backing service's (503: retry), unless it is a refusal with a code of
+// its own.
+func unavailable(err error) error {
+	if seckill.CodeOf(err) == seckill.CodeInternal {
+		return fmt.Errorf("tickets: %w: %w", seckill.ErrUnavailable, err)
+	}
+	return err
 }
 
 // printable says whether s is 1 to max characters of printable ASCII.

@@ -3,6 +3,7 @@ package web
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,38 +11,46 @@ import (
 )
 
 var (
+	jsGroup   = regexp.MustCompile(`^export const (\w+) =`)
 	jsMember  = regexp.MustCompile(`^\s*(\w+): "([a-z_]+)",`)
-	jsLiteral = regexp.MustCompile(`"([a-z_]+)"`)
+	jsLiteral = regexp.MustCompile(`(["'\x60])([a-z_]+)["'\x60]`)
 	byCode    = regexp.MustCompile(`\[\s*\w+\.code\s*\]`)
 )
 
-// TestPagesNameCodesInOneModule: the pages' outcome codes are named in
-// codes.js only, each a code of the server's table (or one of the pages'
-// own, in Local); no other script compares a code with a literal or picks
-// from a table keyed by codes' strings, so a renamed code cannot be missed
-// in one place of many.
+// TestPagesNameCodesInOneModule: the outcome codes and the sale states the
+// pages act on are named in codes.js only, each code one of the server's
+// table (or one of the pages' own, in Local); no other script spells one
+// as a string or picks from a table keyed by them, so a renamed code
+// cannot be missed in one place of many.
 func TestPagesNameCodesInOneModule(t *testing.T) {
 	src, err := fs.ReadFile(Static, "codes.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := false
-	named := 0
+	words := map[string]bool{} // what codes.js names, which no other script may spell
+	var group string
 	for _, line := range strings.Split(string(src), "\n") {
-		if strings.HasPrefix(line, "export const Local") {
-			local = true
+		if m := jsGroup.FindStringSubmatch(line); m != nil {
+			group = m[1]
 		}
 		m := jsMember.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
-		named++
-		if _, ok := seckill.ParseCode(m[2]); !ok && !local {
+		words[m[2]] = true
+		_, isCode := seckill.ParseCode(m[2])
+		switch {
+		case group == "Code" && !isCode:
 			t.Errorf("codes.js: Code.%s is %q, which the server's table lacks", m[1], m[2])
+		case group == "Phase" && !slices.Contains(phases, seckill.Phase(m[2])):
+			t.Errorf("codes.js: Phase.%s is %q, not a phase of a sale", m[1], m[2])
 		}
 	}
-	if named == 0 {
-		t.Fatal("codes.js names no code")
+	for _, c := range seckill.Codes() {
+		words[string(c)] = true // a code the pages do not name yet must not be spelled either
+	}
+	for _, p := range phases {
+		words[string(p)] = true
 	}
 	scripts, err := fs.Glob(Static, "*.js")
 	if err != nil {
@@ -59,14 +68,14 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 			if byCode.MatchString(line) {
 				t.Errorf("%s:%d picks by a code from a table of literals: %s", name, i+1, strings.TrimSpace(line))
 			}
-			if !regexp.MustCompile(`\bcode\b`).MatchString(line) {
-				continue
-			}
 			for _, m := range jsLiteral.FindAllStringSubmatch(line, -1) {
-				if _, ok := seckill.ParseCode(m[1]); ok || m[1] == "network" || m[1] == "pow" {
-					t.Errorf("%s:%d spells the code %q: name it from codes.js", name, i+1, m[1])
+				if words[m[2]] {
+					t.Errorf("%s:%d spells %q: name it from codes.js", name, i+1, m[2])
 				}
 			}
 		}
 	}
 }
+
+// phases are the states of a sale as shoppers see them.
+var phases = []seckill.Phase{seckill.PhaseScheduled, seckill.PhaseActive, seckill.PhasePaused, seckill.PhaseSoldOut, seckill.PhaseEnded}

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -24,11 +29,11 @@ const (
 	demoUsers   = 300
 )
 
-// runDemo ends the demo sales an earlier demo left on sale, creates a new
+// runDemo ends the demo sale an earlier demo left on sale, creates a new
 // one, prints where to look, and runs the crowd (the load tool at a gentle
 // rate) until the sale ends or ctx does.
 func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr string) error {
-	if err := endDemos(ctx, svc); err != nil {
+	if err := endDemo(ctx, svc, cfg.DataDir); err != nil {
 		return err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -40,6 +45,9 @@ func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr s
 		return fmt.Errorf("demo sale: %w", err)
 	}
 	sale := v.Sale
+	if err := noteDemo(cfg.DataDir, sale.ID); err != nil {
+		slog.Warn("demo: could not note the demo sale; the next demo will not end it", "err", err)
+	}
 	base := "http://" + addr
 	fmt.Printf("  demo: a sale of %d keyboards opens in %s; %d simulated shoppers then buy about %d a second.\n"+
 		"    watch it: %s/#/sales/%d\n    dashboard: %s/admin#/sales/%d\n\n",
@@ -59,22 +67,41 @@ func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr s
 	return err
 }
 
-// endDemos ends the demo sales still on from an earlier run (in the same
-// data directory), so a second demo does not stand beside the first.
-func endDemos(ctx context.Context, svc *sales.Service) error {
-	vs, err := svc.All(ctx)
+// demoFile, in the data directory, holds the id of the last demo's sale.
+const demoFile = "demo-sale"
+
+// noteDemo keeps the id of this demo's sale for the next demo.
+func noteDemo(dir string, id int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, demoFile), []byte(strconv.FormatInt(id, 10)+"\n"), 0o644)
+}
+
+// endDemo ends the sale the last demo in this data directory created, if
+// it is still on and still the demo's (a ledger made anew may give its id
+// to another sale), so a second demo does not stand beside the first.
+func endDemo(ctx context.Context, svc *sales.Service, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, demoFile))
 	if err != nil {
-		return fmt.Errorf("demo: listing sales: %w", err)
+		return nil // no demo ran here before
 	}
-	now := time.Now()
-	for _, v := range vs {
-		if v.Sale.Name != demoName || v.Sale.Item != demoItem || v.Phase(now) == seckill.PhaseEnded {
-			continue
-		}
-		if _, err := svc.Act(ctx, v.Sale.ID, seckill.ActionEnd); err != nil {
-			return fmt.Errorf("demo: ending the earlier demo sale %d: %w", v.Sale.ID, err)
-		}
-		slog.Info("demo: ended the demo sale an earlier demo left on sale", "sale", v.Sale.ID)
+	id, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return nil
 	}
+	v, err := svc.Get(ctx, id)
+	switch {
+	case errors.Is(err, seckill.ErrSaleNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("demo: reading the last demo sale %d: %w", id, err)
+	case v.Sale.Name != demoName || v.Sale.Item != demoItem || v.Phase(time.Now()) == seckill.PhaseEnded:
+		return nil
+	}
+	if _, err := svc.Act(ctx, id, seckill.ActionEnd); err != nil {
+		return fmt.Errorf("demo: ending the last demo sale %d: %w", id, err)
+	}
+	slog.Info("demo: ended the sale the last demo left on sale", "sale", id)
 	return nil
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -9,33 +12,48 @@ import (
 	"github.com/seckill/seckill/system/servertest"
 )
 
-// TestDemoEndsTheLastDemo: a second demo ends the demo sale the first left
-// on sale instead of standing beside it; other sales are left alone.
+// TestDemoEndsTheLastDemo: a second demo ends the sale the first left on
+// sale instead of standing beside it; a sale that only looks like the
+// demo's, and a noted id that is no longer the demo's, are left alone.
 func TestDemoEndsTheLastDemo(t *testing.T) {
 	env := servertest.New(t)
 	srv := env.Server(t, nil)
 	ctx := context.Background()
+	dir := t.TempDir()
 	now := time.Now().UTC().Truncate(time.Second)
-	sale := func(name, item string) int64 {
-		v, err := srv.Sales.Create(ctx, seckill.Sale{Name: name, Item: item, PriceCents: 4999, Total: 10, PerUserLimit: 2,
+	sale := func(name string) int64 {
+		v, err := srv.Sales.Create(ctx, seckill.Sale{Name: name, Item: demoItem, PriceCents: 4999, Total: 10, PerUserLimit: 2,
 			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v.Sale.ID
 	}
-	earlier, other := sale(demoName, demoItem), sale("Another drop", demoItem)
-	if err := endDemos(ctx, srv.Sales); err != nil {
-		t.Fatal(err)
-	}
-	for id, want := range map[int64]seckill.Phase{earlier: seckill.PhaseEnded, other: seckill.PhaseActive} {
-		v, err := srv.Sales.Get(ctx, id)
-		if err != nil || v.Phase(time.Now()) != want {
-			t.Errorf("sale %d after a new demo: %v, %v; want %s", id, v.Phase(time.Now()), err, want)
+	note := func(id int64) {
+		if err := os.WriteFile(filepath.Join(dir, demoFile), []byte(strconv.FormatInt(id, 10)), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// Again, with the earlier demo ended already: nothing to do.
-	if err := endDemos(ctx, srv.Sales); err != nil {
-		t.Errorf("a third demo: %v", err)
+	phase := func(id int64) seckill.Phase {
+		v, err := srv.Sales.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Phase(time.Now())
+	}
+	if err := endDemo(ctx, srv.Sales, dir); err != nil {
+		t.Fatalf("the first demo: %v", err)
+	}
+	last, lookalike, other := sale(demoName), sale(demoName), sale("Another drop")
+	note(last)
+	if err := endDemo(ctx, srv.Sales, dir); err != nil {
+		t.Fatal(err)
+	}
+	if phase(last) != seckill.PhaseEnded || phase(lookalike) != seckill.PhaseActive {
+		t.Errorf("after a new demo: the last demo's sale %s, a look-alike %s", phase(last), phase(lookalike))
+	}
+	note(other) // the id now names another sale
+	if err := endDemo(ctx, srv.Sales, dir); err != nil || phase(other) != seckill.PhaseActive {
+		t.Errorf("a noted id that is not the demo's: %v, %s", err, phase(other))
 	}
 }

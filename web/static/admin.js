@@ -2,7 +2,7 @@
 // pause/resume/end, live dashboard. Hash routes: #/, #/new, #/sales/{id},
 // #/sales/{id}/edit.
 import { $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
-import { Code } from "./codes.js";
+import { Code, Phase } from "./codes.js";
 
 const pg = page($("#app"));
 
@@ -80,10 +80,10 @@ function controls(sale, after) {
     ? el("button", { class: cls, "data-action": action, onclick: async () => { if (await act(sale.id, action)) after(); } }, label)
     : null;
   return el("div", { class: "actions" },
-    b("Pause", "pause", sale.status === "active" || sale.status === "scheduled" || sale.status === "sold_out"),
-    b("Resume", "resume", sale.status === "paused"),
-    b("End", "end", sale.status !== "ended"),
-    sale.status !== "ended" ? el("span", { class: "row" }, qty,
+    b("Pause", "pause", sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut),
+    b("Resume", "resume", sale.status === Phase.Paused),
+    b("End", "end", sale.status !== Phase.Ended),
+    sale.status !== Phase.Ended ? el("span", { class: "row" }, qty,
       el("button", { class: "small", "data-action": "restock", onclick: async () => {
         if (await act(sale.id, "restock", { qty: Number(qty.value) })) after();
       } }, "Restock")) : null);
@@ -110,7 +110,7 @@ async function salesView() {
     el("td", { class: "hide-narrow muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
     el("td", {}, el("div", { class: "actions" },
       el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
-      s.status !== "ended" ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
+      s.status !== Phase.Ended ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
   v.show(
     el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Sales"),
       el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
@@ -304,7 +304,7 @@ async function dashboardView(id) {
     badge.textContent = statusLabel[stats.status] || stats.status;
     const d = stats.defence || {};
     const shown = { ...stats, ticket_refusals: (d.ticket_required || 0) + (d.ticket_invalid || 0),
-      challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, pow_invalid: d.pow_invalid || 0 };
+      challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, bad_proofs: d.pow_invalid || 0 };
     for (const [k, cell] of Object.entries(cells)) cell.textContent = shown[k];
     const first = d.first_capped || [];
     capped.replaceChildren(first.length ? el("ol", { class: "capped" }, first.map((c) =>
@@ -328,7 +328,7 @@ async function dashboardView(id) {
     const t = Date.parse(s.at);
     if (prev) {
       const dt = Math.max(0.001, (t - prev.t) / 1000);
-      for (const k of ["ok", "sold_out", "limit_exceeded", "rate_limited"]) {
+      for (const k of [Code.OK, Code.SoldOut, Code.LimitExceeded, Code.RateLimited]) {
         const d = ((s.outcomes[k] || 0) - (prev.outcomes[k] || 0)) / dt;
         rates[k].textContent = Math.max(0, Math.round(d));
       }
@@ -360,10 +360,11 @@ async function dashboardView(id) {
     el("div", { class: "stats" }, stat("sold", "Sold"), stat("remaining", "Remaining"), stat("orders_persisted", "Orders persisted"),
       stat("orders_pending", "Awaiting payment"), stat("orders_paid", "Paid"), stat("orders_cancelled", "Cancelled")),
     el("h2", {}, "Buy outcomes"),
-    el("div", { class: "stats" }, rate("ok", "OK"), rate("sold_out", "Sold out"), rate("limit_exceeded", "Limit"), rate("rate_limited", "Rate limited")),
+    el("div", { class: "stats" }, rate(Code.OK, "OK"), rate(Code.SoldOut, "Sold out"), rate(Code.LimitExceeded, "Limit"),
+      rate(Code.RateLimited, "Rate limited")),
     el("h2", {}, "Bot defence"),
     el("div", { class: "stats" }, stat("ticket_refusals", "Buys without a good ticket"), stat("challenges", "Challenges solved / issued"),
-      stat("tickets_issued", "Tickets issued"), stat("pow_invalid", "Bad proofs of work")),
+      stat("tickets_issued", "Tickets issued"), stat("bad_proofs", "Bad proofs of work")),
     el("div", { class: "card", style: "margin-top:.6rem" }, el("div", { class: "l" }, "First customers refused for their cap (many within moments: a bot farm)"),
       capped),
     el("h2", {}, "Progress"),

@@ -1,8 +1,9 @@
-// The outcome codes the pages act on, named in this one module. Every
-// refusal shows the server's own message; the pages branch only on these
-// codes (the server's, from its one table: docs/api.md, Errors) and the
-// two of their own in Local.
+// The outcome codes the pages act on, and the states of a sale they show,
+// named in this one module. Every refusal shows the server's own message;
+// the pages branch only on these codes (the server's, from its one table:
+// docs/api.md, Errors) and the two of their own in Local.
 export const Code = Object.freeze({
+  OK: "ok",
   SoldOut: "sold_out",
   LimitExceeded: "limit_exceeded",
   NotStarted: "not_started",
@@ -24,4 +25,14 @@ export const Local = Object.freeze({
   Network: "network",
   // Pow: this browser could not run the proof of work.
   Pow: "pow",
+});
+
+// Phase is a sale's state as shoppers see it (a sale's "status"; some
+// share a word with a code).
+export const Phase = Object.freeze({
+  Scheduled: "scheduled",
+  Active: "active",
+  Paused: "paused",
+  SoldOut: "sold_out",
+  Ended: "ended",
 });

@@ -1,6 +1,6 @@
 // Shared by the shopper page and the admin panel: API calls, money and
 // time formatting, server-clock offset, live stock.
-import { Code, Local } from "./codes.js";
+import { Code, Local, Phase } from "./codes.js";
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -135,18 +135,19 @@ export function duration(ms) {
 export const localTime = (iso) => new Date(iso).toLocaleString();
 
 export const statusLabel = {
-  scheduled: "Starts soon", active: "On sale", paused: "Paused", sold_out: "Sold out", ended: "Ended",
+  [Phase.Scheduled]: "Starts soon", [Phase.Active]: "On sale", [Phase.Paused]: "Paused", [Phase.SoldOut]: "Sold out",
+  [Phase.Ended]: "Ended",
 };
 
 // status as of now, from a sale's fields (the server sends it too; this
 // keeps countdown pages right between updates).
 export function liveStatus(sale) {
   const now = serverNow();
-  if (sale.status === "ended" || now >= Date.parse(sale.ends_at)) return "ended";
-  if (sale.status === "paused") return "paused";
-  if (now < Date.parse(sale.starts_at)) return "scheduled";
-  if (sale.remaining <= 0) return "sold_out";
-  return "active";
+  if (sale.status === Phase.Ended || now >= Date.parse(sale.ends_at)) return Phase.Ended;
+  if (sale.status === Phase.Paused) return Phase.Paused;
+  if (now < Date.parse(sale.starts_at)) return Phase.Scheduled;
+  if (sale.remaining <= 0) return Phase.SoldOut;
+  return Phase.Active;
 }
 
 // watchStock follows a sale's stock: a WebSocket that reconnects with

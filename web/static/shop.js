@@ -4,7 +4,7 @@ import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow,
 } from "./common.js";
-import { Code, Local } from "./codes.js";
+import { Code, Local, Phase } from "./codes.js";
 
 const pg = page($("#app"));
 let me = null; // {user_id, name}
@@ -82,8 +82,8 @@ async function salesView() {
       const st = liveStatus(s);
       badge.className = `badge ${st}`;
       badge.textContent = statusLabel[st];
-      when.textContent = st === "scheduled" ? `starts in ${duration(Date.parse(s.starts_at) - serverNow())}`
-        : st === "active" ? `ends in ${duration(Date.parse(s.ends_at) - serverNow())}` : "";
+      when.textContent = st === Phase.Scheduled ? `starts in ${duration(Date.parse(s.starts_at) - serverNow())}`
+        : st === Phase.Active ? `ends in ${duration(Date.parse(s.ends_at) - serverNow())}` : "";
       fill.style.width = `${(100 * s.remaining) / s.total}%`;
       left.textContent = `${s.remaining} left`;
     };
@@ -110,9 +110,10 @@ const outcomes = new Map([
   [Local.Pow, ["bad", "Check failed"]],
 ]);
 
-function outcome(e) {
+function outcome(e, sale) {
   const [kind, title] = outcomes.get(e.code) || ["bad", "Something went wrong"];
-  return { kind, title, detail: e.message };
+  const detail = e.code === Code.LimitExceeded ? `${e.message} (${sale.per_user_limit} per customer)` : e.message;
+  return { kind, title, detail };
 }
 
 // Buy tickets (sales with require_ticket): one a sale, kept while it
@@ -195,20 +196,20 @@ async function saleView(id) {
     fill.style.width = `${(100 * sale.remaining) / sale.total}%`;
     left.textContent = sale.remaining;
     const now = serverNow();
-    if (st === "scheduled") {
+    if (st === Phase.Scheduled) {
       countdownLabel.textContent = "Starts in";
       countdown.textContent = duration(Date.parse(sale.starts_at) - now);
-    } else if (st === "active" || st === "paused") {
+    } else if (st === Phase.Active || st === Phase.Paused) {
       countdownLabel.textContent = "Ends in";
       countdown.textContent = duration(Date.parse(sale.ends_at) - now);
     } else {
-      countdownLabel.textContent = st === "sold_out" ? "Every unit is taken" : "This sale is over";
+      countdownLabel.textContent = st === Phase.SoldOut ? "Every unit is taken" : "This sale is over";
       countdown.textContent = statusLabel[st];
     }
     when.textContent = `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`;
     minus.disabled = qty <= 1;
     plus.disabled = qty >= sale.per_user_limit;
-    buy.disabled = inFlight || st !== "active" || now < retryAt || qty > sale.remaining;
+    buy.disabled = inFlight || st !== Phase.Active || now < retryAt || qty > sale.remaining;
     buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
   };
 
@@ -221,7 +222,7 @@ async function saleView(id) {
     sale.remaining = Math.min(sale.remaining, r.remaining);
     const pay = el("button", { class: "primary", id: "pay" }, "Pay now");
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
-    showResult("ok", "You got it!",
+    showResult("good", "You got it!",
       el("div", {}, `Order `, el("span", { class: "mono", id: "order-id" }, r.order_id), ` · ${r.qty} × ${money(sale.price_cents)}`),
       el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left));
     let order = null;
@@ -239,7 +240,7 @@ async function saleView(id) {
       try {
         await api("POST", `/api/orders/${r.order_id}/pay`);
         stop();
-        showResult("ok", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid."));
+        showResult("good", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid."));
       } catch (e) {
         pay.disabled = false;
         showResult("bad", "Payment failed", e.message);
@@ -290,7 +291,7 @@ async function saleView(id) {
       renderWho();
       return signInView(() => route());
     } else {
-      const o = outcome(err);
+      const o = outcome(err, sale);
       if (err.code === Code.RateLimited) retryAt = serverNow() + 1000 * (err.retryAfter || 1);
       if (err.code === Code.SoldOut) sale.remaining = Math.min(sale.remaining, qty - 1);
       showResult(o.kind, o.title, o.detail);

@@ -27,6 +27,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/tickets"
 )
 
@@ -471,7 +472,7 @@ func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
 		return
 	}
 	if status == http.StatusOK {
-		code = "ok"
+		code = string(seckill.CodeOK)
 		r.okN.Add(1)
 		if prev, ok := r.byRID[s.rid]; ok && prev != order {
 			r.conflicts = append(r.conflicts, s.rid)
@@ -642,7 +643,8 @@ func (r *run) audit(ctx context.Context, rep *Report, before, after saleView, pe
 	a.check(minRem >= 0, "remaining never below zero (lowest seen %d)", minRem)
 	a.check(after.Remaining == after.Total-after.Sold, "remaining (%d) = total (%d) − sold (%d)", after.Remaining, after.Total, after.Sold)
 	a.check(conflicts == 0, "retried request_ids got their original order (%d conflicts)", conflicts)
-	bad := rep.Outcomes["invalid_request"] + rep.Outcomes["unauthenticated"] + rep.Outcomes["body_too_large"]
+	bad := rep.Outcomes[string(seckill.CodeInvalid)] + rep.Outcomes[string(seckill.CodeUnauthenticated)] +
+		rep.Outcomes[string(seckill.CodeBodyTooLarge)]
 	a.check(bad == 0, "the server took the load as well-formed and authenticated (%d answers 400/401/413)", bad)
 	if r.o.WaitPersist > 0 {
 		want := persistedBefore + rep.Accepted
