@@ -105,18 +105,18 @@ func decodeOrder(sale int64, id, rec string) (seckill.Event, error) {
 // outboxField is the field of an outbox entry that holds its events.
 const outboxField = "e"
 
-// EncodeOutbox writes the value of an outbox entry as buy.lua appends it:
-// one line per order accepted by the call,
+// EncodeOutbox writes the fields of an outbox entry as buy.lua appends it:
+// one field holding a line per order accepted by the call,
 // "order_id|sale_id|user_id|qty|price|request_id|ts". One entry per call
 // rather than per order keeps the script's writes to one XADD, whatever
 // the batch.
-func EncodeOutbox(evs []seckill.Event) string {
+func EncodeOutbox(evs []seckill.Event) map[string]any {
 	lines := make([]string, len(evs))
 	for i, e := range evs {
 		lines[i] = e.OrderID + "|" + strconv.FormatInt(e.SaleID, 10) + "|" + e.UserID + "|" + strconv.FormatInt(e.Qty, 10) +
 			"|" + strconv.FormatInt(e.PriceCents, 10) + "|" + e.RequestID + "|" + strconv.FormatInt(e.At, 10)
 	}
-	return strings.Join(lines, "\n")
+	return map[string]any{outboxField: strings.Join(lines, "\n")}
 }
 
 // DecodeOutbox reads the fields of an outbox stream entry (see

@@ -75,7 +75,7 @@ func TestOutboxRoundTrip(t *testing.T) {
 		{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAV-7", SaleID: 7, UserID: "a", Qty: 1, RequestID: "req-0001", PriceCents: 0, At: 1},
 		{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAW-7", SaleID: 7, UserID: "b", Qty: 5, RequestID: "req-0002", PriceCents: 10_000_000_000, At: 2},
 	}
-	got, err := DecodeOutbox(map[string]any{outboxField: EncodeOutbox(evs)})
+	got, err := DecodeOutbox(EncodeOutbox(evs))
 	if err != nil || !reflect.DeepEqual(got, evs) {
 		t.Errorf("outbox entry reads back as %+v, %v", got, err)
 	}

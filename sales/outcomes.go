@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
 )
 
@@ -59,15 +58,12 @@ func (o *Outcomes) Add(sale int64, name string) {
 	o.mu.Unlock()
 }
 
-// Answered counts a buy's answer; a refusal for the per-user cap also
-// notes its user among the sale's capped ones.
-func (o *Outcomes) Answered(sale int64, code seckill.Code, user string, now time.Time) {
-	o.Add(sale, string(code))
-	if code == seckill.CodeLimitExceeded {
-		o.mu.Lock()
-		o.hitCap(sale, user, now.UnixMilli())
-		o.mu.Unlock()
-	}
+// HitCap notes that user was refused for their per-user cap on sale at
+// now (the sale's first capped users, for the dashboard).
+func (o *Outcomes) HitCap(sale int64, user string, now time.Time) {
+	o.mu.Lock()
+	o.hitCap(sale, user, now.UnixMilli())
+	o.mu.Unlock()
 }
 
 func (o *Outcomes) hitCap(sale int64, user string, at int64) {

@@ -128,10 +128,14 @@ func (s *Server) refuse(c *gin.Context, sale int64, err error) {
 }
 
 // count counts a buy's outcome: in the metrics, and on the sale's
-// dashboard unless the sale is unknown.
+// dashboard unless the sale is unknown; a refusal for the cap also notes
+// its user.
 func (s *Server) count(c *gin.Context, sale int64, code seckill.Code) {
 	if sale > 0 && code != seckill.CodeSaleNotFound {
-		s.Outcomes.Answered(sale, code, currentUser(c).ID, s.Now())
+		s.Outcomes.Add(sale, string(code))
+		if code == seckill.CodeLimitExceeded {
+			s.Outcomes.HitCap(sale, currentUser(c).ID, s.Now())
+		}
 	}
 	s.metrics.outcomes.WithLabelValues(string(code)).Inc()
 }

@@ -16,15 +16,26 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// answer is a refusal as the API sends it (API.md, Errors): its code (and
-// by it its status), message, the fields at fault, and Retry-After.
+// answer is a refusal as the API sends it (API.md, Errors): its code and
+// the code's HTTP status, message, the fields at fault, and Retry-After.
 type answer struct {
 	code       seckill.Code
+	status     int
 	message    string
 	fields     []seckill.FieldError
 	retryAfter time.Duration
 	// body is the encoded body, when built in advance.
 	body []byte
+}
+
+// newAnswer is the refusal of code with a message: a 503 says to retry in
+// a second (a backing service failing over or back soon).
+func newAnswer(code seckill.Code, message string, fields []seckill.FieldError) *answer {
+	a := &answer{code: code, status: code.HTTPStatus(), message: message, fields: fields}
+	if code == seckill.CodeUnavailable {
+		a.retryAfter = time.Second
+	}
+	return a
 }
 
 func (a *answer) Error() string { return string(a.code) + ": " + a.message }
@@ -33,20 +44,13 @@ func invalid(format string, args ...any) error {
 	return seckill.Errorf(seckill.CodeInvalid, format, args...)
 }
 
-// unavailableRetry is the Retry-After of a 503: a backing service failing
-// over or back soon.
-const unavailableRetry = time.Second
-
 // codeAnswers are the answers of each code with its table message, built
 // once with their bodies encoded: refusals are most of what a flash sale
 // answers. Shared: never changed.
 var codeAnswers = func() map[seckill.Code]*answer {
 	m := map[seckill.Code]*answer{}
 	for _, c := range seckill.Codes() {
-		a := &answer{code: c, message: c.Message()}
-		if c == seckill.CodeUnavailable {
-			a.retryAfter = unavailableRetry
-		}
+		a := newAnswer(c, c.Message(), nil)
 		a.body, _ = json.Marshal(errorBody{Error: errorDetail{Code: c, Message: a.message}})
 		m[c] = a
 	}
@@ -66,16 +70,15 @@ func answerOf(c seckill.Code) *answer {
 // error's code (internal for an error of no code, whose text never
 // reaches the user).
 func toAnswer(err error) *answer {
-	if a, ok := err.(*answer); ok {
-		return a
+	switch e := err.(type) { // the common ones as they come, before errors.As reflects
+	case *answer:
+		return e
+	case *seckill.Error:
+		return newAnswer(e.Code, e.Message, e.Fields)
 	}
 	var e *seckill.Error
 	if errors.As(err, &e) {
-		a := &answer{code: e.Code, message: e.Message, fields: e.Fields}
-		if e.Code == seckill.CodeUnavailable {
-			a.retryAfter = unavailableRetry
-		}
-		return a
+		return newAnswer(e.Code, e.Message, e.Fields)
 	}
 	return answerOf(seckill.CodeOf(err))
 }
@@ -100,10 +103,10 @@ func abort(c *gin.Context, err error) {
 func sendAnswer(c *gin.Context, a *answer, err error) {
 	if a.code == seckill.CodeClientCancelled {
 		slog.DebugContext(c.Request.Context(), "client went away", "route", c.FullPath(), "request_id", requestID(c))
-		c.AbortWithStatus(a.code.HTTPStatus())
+		c.AbortWithStatus(a.status)
 		return
 	}
-	switch status := a.code.HTTPStatus(); {
+	switch status := a.status; {
 	case status == http.StatusServiceUnavailable: // a backing service is down or failing over: retried
 		slog.WarnContext(c.Request.Context(), "request failed", "err", err, "route", c.FullPath(), "request_id", requestID(c))
 	case status >= 500:
@@ -125,7 +128,7 @@ func writeAnswer(w http.ResponseWriter, a *answer) {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(a.retryAfter.Seconds()))))
 	}
 	h["Content-Type"] = jsonContentType
-	w.WriteHeader(a.code.HTTPStatus())
+	w.WriteHeader(a.status)
 	if a.body != nil {
 		_, _ = w.Write(a.body)
 		return
@@ -148,12 +151,14 @@ type errorDetail struct {
 
 // rateLimited is the answer of a limiter that refuses for wait.
 func rateLimited(message string, wait time.Duration) *answer {
-	return &answer{code: seckill.CodeRateLimited, message: message, retryAfter: wait}
+	a := newAnswer(seckill.CodeRateLimited, message, nil)
+	a.retryAfter = wait
+	return a
 }
 
 // handshakeRefused is the answer of a WebSocket handshake the upgrader
 // refused (not a GET upgrade of a WebSocket, or of a version it does not
 // speak): invalid_request, 400.
 func handshakeRefused(w http.ResponseWriter, reason error) {
-	writeAnswer(w, &answer{code: seckill.CodeInvalid, message: fmt.Sprintf("WebSocket handshake refused: %v.", reason)})
+	writeAnswer(w, newAnswer(seckill.CodeInvalid, fmt.Sprintf("WebSocket handshake refused: %v.", reason), nil))
 }

@@ -368,7 +368,8 @@ func grep(text string, words ...string) string {
 // not) and in a sale's stats for the dashboard.
 func TestDeadLettersShown(t *testing.T) {
 	env := servertest.New(t)
-	d := env.System.ServerDeps(prometheus.NewRegistry(), nil)
+	reg := prometheus.NewRegistry()
+	d := env.System(reg).ServerDeps(reg, nil)
 	d.DeadLetters = func(context.Context) (int, error) { return 3, nil }
 	srv, err := server.New(system.ServerConfig(env.Config), d)
 	if err != nil {

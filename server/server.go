@@ -253,11 +253,6 @@ func (s *Server) evictLimits(ctx context.Context) {
 	})
 }
 
-// FlushOutcomes writes the outcome counts gathered so far to Redis, as Run
-// does once a second (for tests and tools that serve the Handler without
-// Run).
-func (s *Server) FlushOutcomes(ctx context.Context) error { return s.Outcomes.Flush(ctx) }
-
 // readyz answers 200 when every check passes, else 503 naming the failing
 // services. Both carry the dead-letter count when there is a bus to ask:
 // dead letters do not make a process unready, but an operator should see

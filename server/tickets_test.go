@@ -165,7 +165,7 @@ func TestTicketRules(t *testing.T) {
 	}
 
 	// The merchant's dashboard counts the refusals and the tickets.
-	if err := st.srv.FlushOutcomes(context.Background()); err != nil {
+	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", guarded.ID), nil, admin())
@@ -239,7 +239,7 @@ func TestProofOfWork(t *testing.T) {
 	}
 
 	// The dashboard: challenges issued vs solved.
-	if err := st.srv.FlushOutcomes(context.Background()); err != nil {
+	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())
@@ -276,7 +276,7 @@ func TestFirstCappedUsers(t *testing.T) {
 			call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, fmt.Sprintf("capped-%s-%d", u, i)), bearer(tok))
 		}
 	}
-	if err := st.srv.FlushOutcomes(context.Background()); err != nil {
+	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -53,7 +52,7 @@ func (a *Admins) Login(ctx context.Context, password string) (string, time.Time,
 	_, _ = rand.Read(b)
 	sess := hex.EncodeToString(b)
 	if err := a.rdb.Set(ctx, a.keys.admin(sess), "1", AdminTTL).Err(); err != nil {
-		return "", time.Time{}, fmt.Errorf("sessions: open an admin session: %w: %w", seckill.ErrUnavailable, err)
+		return "", time.Time{}, failed("open an admin session", err)
 	}
 	return sess, a.now().Add(AdminTTL), nil
 }
@@ -85,7 +84,7 @@ func (a *Admins) Check(ctx context.Context, sess string) error {
 	}
 	n, err := a.rdb.Exists(ctx, a.keys.admin(sess)).Result()
 	if err != nil {
-		return fmt.Errorf("sessions: admin session: %w: %w", seckill.ErrUnavailable, err)
+		return failed("admin session", err)
 	}
 	if n == 0 {
 		return ErrAdminEnded
@@ -96,7 +95,7 @@ func (a *Admins) Check(ctx context.Context, sess string) error {
 // Logout ends an admin session.
 func (a *Admins) Logout(ctx context.Context, sess string) error {
 	if err := a.rdb.Del(ctx, a.keys.admin(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("sessions: end an admin session: %w: %w", seckill.ErrUnavailable, err)
+		return failed("end an admin session", err)
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 )
@@ -121,14 +120,14 @@ func (s *Shoppers) SignOut(ctx context.Context, user string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sessions: record sign-out: %w: %w", seckill.ErrUnavailable, err)
+		return failed("record sign-out", err)
 	}
 	// Announced only once recorded: a process that subscribes after the
 	// message must find the sign-out when it reads the set. In one
 	// pipeline a Redis Cluster may run the PUBLISH first, on another node,
 	// and a process subscribing in between missed both.
 	if err := s.rdb.Publish(ctx, s.keys.signedOut(), signOutMessage(user, epoch)).Err(); err != nil {
-		return fmt.Errorf("sessions: announce sign-out: %w: %w", seckill.ErrUnavailable, err)
+		return failed("announce sign-out", err)
 	}
 	return nil
 }

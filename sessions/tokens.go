@@ -80,6 +80,12 @@ func MintToken(secret []byte, userID, name string, ttl time.Duration, now time.T
 	return signed, exp, err
 }
 
+// failed wraps an error of Redis doing op: any is the backing service's
+// (503), for what these records serve cannot be done without them.
+func failed(op string, err error) error {
+	return fmt.Errorf("sessions: %s: %w: %w", op, seckill.ErrUnavailable, err)
+}
+
 // Why a token is refused; each is an unauthenticated refusal with its
 // message for the shopper.
 var (

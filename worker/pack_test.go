@@ -2,21 +2,24 @@ package worker
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/inventory"
 )
 
 // entry is outbox entry i as buy.lua writes it, holding the orders of
 // one call: one by default, or n.
 func entry(i int, n ...int) redis.XMessage {
-	lines := make([]string, max(1, sum(n)))
-	for j := range lines {
+	evs := make([]seckill.Event, max(1, sum(n)))
+	for j := range evs {
 		k := 100*i + j
-		lines[j] = fmt.Sprintf("01JDQ000000000000000000%03d-7|7|u%d|1|100|request-%04d|1700000000000", k, k, k)
+		evs[j] = seckill.Event{OrderID: fmt.Sprintf("01JDQ000000000000000000%03d-7", k), SaleID: 7, UserID: fmt.Sprint("u", k),
+			Qty: 1, PriceCents: 100, RequestID: fmt.Sprintf("request-%04d", k), At: 1700000000000}
 	}
-	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: map[string]any{"e": strings.Join(lines, "\n")}}
+	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: inventory.EncodeOutbox(evs)}
 }
 
 func sum(n []int) (s int) {

@@ -63,8 +63,6 @@ type Env struct {
 	Inventory *inventory.Store
 	DB        *sqlx.DB
 	Ledger    *orders.Store
-	// System builds the parts of a process on them (with no bus).
-	System *system.System
 }
 
 // Config returns a configuration with names of its own (Redis prefix,
@@ -119,10 +117,16 @@ func New(t testing.TB, overrides ...string) *Env {
 	t.Helper()
 	cfg := Config(t, overrides...)
 	e := &Env{Config: cfg, Redis: Redis(t, cfg), DB: MySQL(t, cfg)}
-	e.System = system.New(cfg, system.Conns{Redis: e.Redis, DB: e.DB}, prometheus.NewRegistry())
-	e.Inventory, e.Ledger = e.System.Stock, e.System.Ledger
+	sys := e.System(prometheus.NewRegistry())
+	e.Inventory, e.Ledger = sys.Stock, sys.Ledger
 	e.Keys = e.Inventory.Keys()
 	return e
+}
+
+// System builds the parts of a process on the env's connections as they
+// are now (with no bus), its metrics on registry.
+func (e *Env) System(registry *prometheus.Registry) *system.System {
+	return system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB}, registry)
 }
 
 // Redis connects to the configured Redis (a cluster under
@@ -267,7 +271,7 @@ func NewBroker(cfg configs.Config) *rabbitmq.Bus {
 func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv, err := system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB}, reg).Server(reg, reserver)
+	srv, err := e.System(reg).Server(reg, reserver)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}

@@ -157,8 +157,6 @@ type Env struct {
 	DB     *sqlx.DB
 	Inv    *inventory.Store
 	Ledger *orders.Store
-	// Sys holds them all.
-	Sys    *system.System
 	Broker *rabbitmq.Bus
 	dbName string
 }
@@ -198,8 +196,8 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 		e.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}
-	e.Sys = system.New(cfg, e.conns(), nil)
-	e.Inv, e.Ledger = e.Sys.Stock, e.Sys.Ledger
+	sys := system.New(cfg, e.conns(), nil)
+	e.Inv, e.Ledger = sys.Stock, sys.Ledger
 	return e, nil
 }
 
