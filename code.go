@@ -23,6 +23,8 @@ const (
 	CodeTicketRequired  Code = "ticket_required"
 	CodeTicketInvalid   Code = "ticket_invalid"
 	CodePowInvalid      Code = "pow_invalid"
+	CodeNotEligible     Code = "not_eligible"
+	CodeEmailTaken      Code = "email_taken"
 	CodeNotFound        Code = "not_found"
 	CodeSaleNotFound    Code = "sale_not_found"
 	CodeOrderNotFound   Code = "order_not_found"
@@ -55,6 +57,8 @@ var (
 	ErrTicketRequired  = errors.New("buy ticket required")
 	ErrTicketInvalid   = errors.New("buy ticket invalid")
 	ErrPowInvalid      = errors.New("proof of work invalid")
+	ErrNotEligible     = errors.New("identity not verified")
+	ErrEmailTaken      = errors.New("email taken")
 	ErrNotFound        = errors.New("no such route")
 	ErrSaleNotFound    = errors.New("sale not found")
 	ErrOrderNotFound   = errors.New("order not found")
@@ -104,6 +108,8 @@ var codeTable = []codeRow{
 	{CodeTicketRequired, ErrTicketRequired, http.StatusForbidden, "This sale needs a buy ticket with each buy: get one from POST /api/sales/{id}/ticket."},
 	{CodeTicketInvalid, ErrTicketInvalid, http.StatusForbidden, "The buy ticket is expired, forged, or not yours for this sale: get a new one."},
 	{CodePowInvalid, ErrPowInvalid, http.StatusForbidden, "The proof of work is missing, wrong, expired or already used: get a new challenge."},
+	{CodeNotEligible, ErrNotEligible, http.StatusForbidden, "This sale sells only to verified shoppers: sign in with a verified account."},
+	{CodeEmailTaken, ErrEmailTaken, http.StatusConflict, "An account with this email already exists: sign in instead."},
 	{CodeSaleNotFound, ErrSaleNotFound, http.StatusNotFound, "No such sale."},
 	{CodeOrderNotFound, ErrOrderNotFound, http.StatusNotFound, "No such order."},
 	{CodeOrderCancelled, ErrOrderCancelled, http.StatusConflict, "The order was cancelled: its payment window has closed."},

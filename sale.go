@@ -90,8 +90,10 @@ type Sale struct {
 	// (0 to MaxPowDifficulty, 0: none) is the proof of work a ticket costs.
 	RequireTicket bool
 	PowDifficulty int
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// VerifiedOnly sells only to verified identities.
+	VerifiedOnly bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // SalePatch holds the fields of a sale a merchant may change; nil fields stay.
@@ -104,6 +106,7 @@ type SalePatch struct {
 	EndsAt        *time.Time
 	RequireTicket *bool
 	PowDifficulty *int
+	VerifiedOnly  *bool
 }
 
 // Apply returns the sale with the patch's fields set.
@@ -116,6 +119,7 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.EndsAt, p.EndsAt)
 	set(&s.RequireTicket, p.RequireTicket)
 	set(&s.PowDifficulty, p.PowDifficulty)
+	set(&s.VerifiedOnly, p.VerifiedOnly)
 	return s
 }
 
@@ -194,6 +198,7 @@ type Stock struct {
 	Status                 Status
 	RequireTicket          bool
 	PowDifficulty          int
+	VerifiedOnly           bool
 }
 
 // PhaseAt is the sale's state as shoppers see it at now.
@@ -217,7 +222,7 @@ func (st Stock) PhaseAt(now time.Time) Phase {
 func StockOf(s Sale) Stock {
 	return Stock{
 		Total: s.Total, Limit: s.PerUserLimit, PriceCents: s.PriceCents, Start: s.StartsAt, End: s.EndsAt,
-		Status: s.Status, RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty,
+		Status: s.Status, RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
 	}
 }
 

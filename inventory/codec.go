@@ -160,7 +160,7 @@ func decodeReply(reply string, n int) (seckill.Code, []string, error) {
 
 // stockFields are the fields of a stock hash that decodeStock reads, in
 // its order.
-var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow"}
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified"}
 
 // decodeStock reads the values of stockFields (HMGET); ok is false when
 // the hash does not exist.
@@ -172,6 +172,7 @@ func decodeStock(v []any) (st seckill.Stock, ok bool) {
 		Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]), PriceCents: toInt(v[4]),
 		Start: time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
 		Status: seckill.Status(fmt.Sprint(v[7])), RequireTicket: v[8] == "1", PowDifficulty: int(toInt(v[9])),
+		VerifiedOnly: v[10] == "1",
 	}, true
 }
 
@@ -190,6 +191,7 @@ type warmArgs struct {
 	tags          string
 	ticket        bool
 	powDifficulty int
+	verifiedOnly  bool
 }
 
 func (w warmArgs) args() []any {
@@ -198,7 +200,7 @@ func (w warmArgs) args() []any {
 		exp = w.expireAt.UnixMilli()
 	}
 	return []any{w.total, w.sold, w.limit, w.start.UnixMilli(), w.end.UnixMilli(), string(w.status), w.price, exp,
-		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty}
+		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty, flag(w.verifiedOnly)}
 }
 
 func flag(b bool) string {

@@ -15,6 +15,7 @@
 -- ARGV[10] buckets: how many parts the sale has
 -- ARGV[11] tags of the other parts, comma-separated (first part only; '')
 -- ARGV[12] "1" when buys need a ticket   ARGV[13] proof-of-work difficulty
+-- ARGV[14] "1" when only verified identities buy
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -27,7 +28,7 @@ if fresh or ARGV[9] == '1' then
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
   'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10],
-  'ticket', ARGV[12], 'pow', ARGV[13])
+  'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14])
 if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'tags', ARGV[11])
 end

@@ -20,6 +20,7 @@ type saleRow struct {
 	Buckets       int       `db:"buckets"`
 	RequireTicket bool      `db:"require_ticket"`
 	PowDifficulty int       `db:"pow_difficulty"`
+	VerifiedOnly  bool      `db:"verified_only"`
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
 }
@@ -28,7 +29,7 @@ func (r saleRow) sale() seckill.Sale {
 	return seckill.Sale{
 		ID: r.ID, Name: r.Name, Item: r.Item, PriceCents: r.PriceCents, Total: r.Total, PerUserLimit: r.PerUserLimit,
 		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Status: seckill.Status(r.Status), Buckets: r.Buckets,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 
