@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,6 +82,24 @@ type Config struct {
 	TicketTTL     time.Duration `koanf:"ticket_ttl"`
 	AdminToken    string        `koanf:"admin_token" secret:"true"`
 	AdminPassword string        `koanf:"admin_password" secret:"true"`
+
+	// Identity names the shoppers' sign-ins: oidc, accounts, guest
+	// (IdentitySources); AllowGuest lets production offer guest.
+	Identity   string `koanf:"identity"`
+	AllowGuest bool   `koanf:"allow_guest"`
+	// PublicURL is where shoppers reach the site: verification links,
+	// the passkeys' relying party and the provider's callback.
+	PublicURL        string `koanf:"public_url"`
+	OIDCIssuer       string `koanf:"oidc_issuer"`
+	OIDCClientID     string `koanf:"oidc_client_id"`
+	OIDCClientSecret string `koanf:"oidc_client_secret" secret:"true"`
+	OIDCAudience     string `koanf:"oidc_audience"`
+	SMTPAddr         string `koanf:"smtp_addr"`
+	SMTPFrom         string `koanf:"smtp_from"`
+	// RateSignupPerIP and RateSigninPerIP are account sign-ups and
+	// password sign-ins per minute per client IP (0: no limit).
+	RateSignupPerIP float64 `koanf:"rate_signup_per_ip"`
+	RateSigninPerIP float64 `koanf:"rate_signin_per_ip"`
 
 	PaymentWindow time.Duration `koanf:"payment_window"`
 	SaleRetention time.Duration `koanf:"sale_retention"`
@@ -333,6 +352,7 @@ func (c *Config) complete() error {
 	if c.WorkerFlush <= 0 || c.WSPoll <= 0 || c.ShutdownTimeout <= 0 {
 		bad("worker_flush", "worker_flush, ws_poll and shutdown_timeout must be positive")
 	}
+	c.checkIdentity(bad)
 	if c.Production() {
 		if len(c.JWTSecret) < 32 {
 			bad("jwt_secret", "required in production, at least 32 bytes")
@@ -352,6 +372,73 @@ func (c *Config) complete() error {
 		c.GeneratedAdminPassword = true
 	}
 	return nil
+}
+
+// The identity sources.
+const (
+	SourceOIDC     = "oidc"
+	SourceAccounts = "accounts"
+	SourceGuest    = "guest"
+)
+
+// IdentitySources lists the shoppers' sign-ins, in a fixed order.
+func (c Config) IdentitySources() []string {
+	var out []string
+	for _, s := range []string{SourceOIDC, SourceAccounts, SourceGuest} {
+		if c.HasIdentity(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// HasIdentity reports whether shoppers may sign in with source.
+func (c Config) HasIdentity(source string) bool {
+	return slices.Contains(SplitList(c.Identity), source)
+}
+
+// checkIdentity checks the identity settings and fills their defaults:
+// guest where none is named, the public URL from the HTTP address.
+func (c *Config) checkIdentity(bad func(setting, format string, args ...any)) {
+	if strings.TrimSpace(c.Identity) == "" {
+		c.Identity = SourceGuest
+	}
+	for _, s := range SplitList(c.Identity) {
+		if s != SourceOIDC && s != SourceAccounts && s != SourceGuest {
+			bad("identity", "%q is none of oidc, accounts, guest", s)
+		}
+	}
+	if c.Production() && c.HasIdentity(SourceGuest) && !c.AllowGuest {
+		bad("identity", "production refuses guest sign-ins: each one is a new user, so the per-user cap binds nothing. "+
+			"Name the shop's sign-in (oidc, accounts), or set SECKILL_ALLOW_GUEST=true to accept that")
+	}
+	if c.PublicURL == "" {
+		host, port, _ := net.SplitHostPort(c.HTTPAddr)
+		if host == "" || host == "127.0.0.1" || host == "::1" || host == "0.0.0.0" || host == "::" {
+			host = "localhost" // an IP address cannot be a passkey's relying party
+		}
+		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		bad("public_url", "%q is not a URL like https://shop.example", c.PublicURL)
+	}
+	if c.HasIdentity(SourceOIDC) {
+		if u, err := url.Parse(c.OIDCIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("oidc_issuer", "must be the provider's issuer URL when identity has oidc, not %q", c.OIDCIssuer)
+		}
+		if c.OIDCClientID == "" {
+			bad("oidc_client_id", "must be set when identity has oidc")
+		}
+	}
+	if c.HasIdentity(SourceAccounts) && c.Production() && c.SMTPAddr == "" {
+		bad("smtp_addr", "required in production when identity has accounts (verification mail goes there)")
+	}
+	if _, _, err := net.SplitHostPort(c.SMTPAddr); c.SMTPAddr != "" && err != nil {
+		bad("smtp_addr", "not a host:port: %q", c.SMTPAddr)
+	}
+	if c.RateSignupPerIP < 0 || c.RateSigninPerIP < 0 {
+		bad("rate_signup_per_ip", "rate_signup_per_ip and rate_signin_per_ip must be 0 (off) or positive")
+	}
 }
 
 // TrustedProxiesList returns the trusted proxies as a list.

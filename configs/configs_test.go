@@ -1,6 +1,7 @@
 package configs_test
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -75,12 +76,42 @@ func TestInvalidConfigNamesTheSetting(t *testing.T) {
 		{"SECKILL_REDIS_PREFIX=a:b", "SECKILL_REDIS_PREFIX"},
 		{"SECKILL_HTTP_ADRR=127.0.0.1:1", "SECKILL_HTTP_ADRR"},
 		{"SECKILL_ENV=production", "SECKILL_JWT_SECRET"},
+		{"SECKILL_ENV=production", "SECKILL_IDENTITY"},
+		{"SECKILL_IDENTITY=guest,facebook", "SECKILL_IDENTITY"},
+		{"SECKILL_IDENTITY=oidc", "SECKILL_OIDC_ISSUER"},
+		{"SECKILL_IDENTITY=oidc", "SECKILL_OIDC_CLIENT_ID"},
+		{"SECKILL_PUBLIC_URL=ftp://x", "SECKILL_PUBLIC_URL"},
+		{"SECKILL_SMTP_ADDR=nowhere", "SECKILL_SMTP_ADDR"},
+		{"SECKILL_RATE_SIGNUP_PER_IP=-1", "SECKILL_RATE_SIGNUP_PER_IP"},
 	}
 	for _, tc := range tests {
 		_, err := configs.Load([]string{tc.env})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %s", tc.env, err, tc.want)
 		}
+	}
+}
+
+// TestIdentityDefaults: guest in development; production needs its
+// sources named (or allow_guest), and mail for accounts; the public URL
+// follows the HTTP address, with localhost for a loopback IP (a passkey's
+// relying party cannot be an IP).
+func TestIdentityDefaults(t *testing.T) {
+	c, err := configs.Load(nil)
+	if err != nil || c.Identity != "guest" || c.PublicURL != "http://localhost:8080" {
+		t.Fatalf("defaults: %q %q %v", c.Identity, c.PublicURL, err)
+	}
+	prod := []string{"SECKILL_ENV=production", "SECKILL_JWT_SECRET=" + strings.Repeat("s", 32), "SECKILL_ADMIN_PASSWORD=x"}
+	if _, err := configs.Load(append(prod, "SECKILL_ALLOW_GUEST=true")); err != nil {
+		t.Errorf("production with allow_guest: %v", err)
+	}
+	if _, err := configs.Load(append(prod, "SECKILL_IDENTITY=accounts")); err == nil || !strings.Contains(err.Error(), "SECKILL_SMTP_ADDR") {
+		t.Errorf("production accounts without SMTP: %v", err)
+	}
+	c, err = configs.Load(append(prod, "SECKILL_IDENTITY=accounts,oidc", "SECKILL_SMTP_ADDR=mail:25",
+		"SECKILL_OIDC_ISSUER=https://id.example", "SECKILL_OIDC_CLIENT_ID=seckill", "SECKILL_HTTP_ADDR=0.0.0.0:9000"))
+	if err != nil || fmt.Sprint(c.IdentitySources()) != "[oidc accounts]" || c.PublicURL != "http://localhost:9000" {
+		t.Errorf("production accounts and oidc: %v %v %q", err, c.IdentitySources(), c.PublicURL)
 	}
 }
 

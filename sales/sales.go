@@ -151,6 +151,12 @@ func (s *Service) Find(ctx context.Context, id int64) (View, error) {
 	return s.view(ctx, sl)
 }
 
+// Named returns a sale's row as of a second ago at most: its name and
+// item for a shopper's orders.
+func (s *Service) Named(ctx context.Context, id int64) (seckill.Sale, error) {
+	return s.rows.get(ctx, id)
+}
+
 // Exists says whether a sale exists (seckill.ErrSaleNotFound if not), as
 // of a second ago at most.
 func (s *Service) Exists(ctx context.Context, id int64) error {
@@ -168,6 +174,17 @@ func (s *Service) Stock(ctx context.Context, id int64) (seckill.Stock, error) {
 // within a second, and the buy path never reads the ledger.
 func (s *Service) Rules(ctx context.Context, id int64) (seckill.Stock, error) {
 	return s.rules.get(ctx, id)
+}
+
+// Eligible refuses a shopper whose identity is not verified on a sale
+// that is verified_only (seckill.ErrNotEligible); the sale's settings as
+// of a second ago at most. A sale it cannot read is left to the buy to
+// answer.
+func (s *Service) Eligible(ctx context.Context, id int64) error {
+	if st, err := s.rules.get(ctx, id); err == nil && st.VerifiedOnly {
+		return seckill.ErrNotEligible
+	}
+	return nil
 }
 
 // Create stores a new sale and loads its stock into Redis before it

@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/sessions"
@@ -31,7 +28,7 @@ const (
 // requireUser authenticates a shopper by "Authorization: Bearer <token>" or
 // the session cookie.
 func (s *Server) requireUser(c *gin.Context) {
-	u, err := s.Shoppers.Verify(sessionToken(c))
+	u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c))
 	if err != nil {
 		abort(c, err)
 		return
@@ -62,42 +59,16 @@ func bearer(c *gin.Context) (string, bool) {
 	return "", false
 }
 
-type sessionRequest struct {
-	Name string `json:"name"`
-}
-
-// createSession signs a shopper in under a display name with a new user id.
-func (s *Server) createSession(c *gin.Context) {
-	var req sessionRequest
-	if err := decode(c, &req); err != nil {
-		abort(c, err)
-		return
-	}
-	name := strings.TrimSpace(req.Name)
-	if msg := seckill.CheckText(name, seckill.MaxShopperName); msg != "" {
-		abort(c, invalid("Name %s.", msg))
-		return
-	}
-	id := "u_" + ulid.Make().String()
-	tok, exp, err := s.Shoppers.Mint(id, name)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
-	c.JSON(http.StatusOK, gin.H{"user_id": id, "name": name, "token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
-}
-
 // whoAmI tells a page whose session its HttpOnly cookie holds; without a
 // valid session it answers signed_in false rather than a 401, which a
 // browser would log as an error.
 func (s *Server) whoAmI(c *gin.Context) {
-	u, err := s.Shoppers.Verify(sessionToken(c))
+	u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c))
 	if err != nil {
 		c.JSON(http.StatusOK, gin.H{"signed_in": false})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name})
+	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name, "verified": u.Verified})
 }
 
 // endSession signs a shopper out: the cookie is cleared and, when the
@@ -105,7 +76,7 @@ func (s *Server) whoAmI(c *gin.Context) {
 // now stops working (in every server process).
 func (s *Server) endSession(c *gin.Context) {
 	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
-	if u, err := s.Shoppers.Verify(sessionToken(c)); err == nil {
+	if u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c)); err == nil {
 		if err := s.Shoppers.SignOut(c.Request.Context(), u.ID); err != nil {
 			abort(c, err)
 			return
@@ -164,11 +135,7 @@ type loginRequest struct {
 // login opens an admin session. Attempts are limited per client IP, so a
 // password cannot be guessed at speed.
 func (s *Server) login(c *gin.Context) {
-	now := s.Now()
-	if r := s.logins.reserve(c.ClientIP(), now); r.DelayFrom(now) > 0 {
-		wait := r.DelayFrom(now)
-		r.CancelAt(now)
-		abort(c, rateLimited(fmt.Sprintf("Too many login attempts; try again in %d s.", int(math.Ceil(wait.Seconds()))), wait))
+	if !s.throttle(c, s.logins, "login attempts") {
 		return
 	}
 	var req loginRequest

@@ -85,8 +85,15 @@ func (s *Server) buy(c *gin.Context) {
 	if !ok {
 		return
 	}
+	u := currentUser(c)
+	if !u.Verified {
+		if err := s.Sales.Eligible(c.Request.Context(), id); err != nil {
+			s.refuse(c, id, err)
+			return
+		}
+	}
 	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{{
-		UserID: currentUser(c).ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket,
+		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket,
 	}})
 	if err != nil {
 		s.refuse(c, id, err)

@@ -369,7 +369,10 @@ func grep(text string, words ...string) string {
 func TestDeadLettersShown(t *testing.T) {
 	env := servertest.New(t)
 	reg := prometheus.NewRegistry()
-	d := env.System(reg).ServerDeps(reg, nil)
+	d, err := env.System(reg).ServerDeps(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d.DeadLetters = func(context.Context) (int, error) { return 3, nil }
 	srv, err := server.New(system.ServerConfig(env.Config), d)
 	if err != nil {

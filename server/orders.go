@@ -14,6 +14,8 @@ import (
 type orderJSON struct {
 	OrderID     string              `json:"order_id"`
 	SaleID      int64               `json:"sale_id"`
+	SaleName    string              `json:"sale_name,omitempty"`
+	Item        string              `json:"item,omitempty"`
 	UserID      string              `json:"user_id"`
 	Qty         int64               `json:"qty"`
 	AmountCents int64               `json:"amount_cents"`
@@ -33,6 +35,15 @@ func orderView(o seckill.Order) orderJSON {
 	}
 }
 
+// named adds the name and item of its sale to an order shown to its
+// shopper (left out if the sale cannot be read just now).
+func (s *Server) named(c *gin.Context, o orderJSON) orderJSON {
+	if sl, err := s.Sales.Named(c.Request.Context(), o.SaleID); err == nil {
+		o.SaleName, o.Item = sl.Name, sl.Item
+	}
+	return o
+}
+
 func utc(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -49,7 +60,7 @@ func (s *Server) listOrders(c *gin.Context) {
 	}
 	out := make([]orderJSON, len(os))
 	for i, o := range os {
-		out[i] = orderView(o)
+		out[i] = s.named(c, orderView(o))
 	}
 	c.JSON(http.StatusOK, gin.H{"orders": out})
 }
@@ -73,7 +84,7 @@ func (s *Server) writeOrder(c *gin.Context, o seckill.Order, err error) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, orderView(o))
+	c.JSON(http.StatusOK, s.named(c, orderView(o)))
 }
 
 // statsJSON are a sale's figures for the merchant's dashboard.

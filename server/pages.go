@@ -34,6 +34,8 @@ func (s *Server) pages(e *gin.Engine) {
 		return func(c *gin.Context) { c.Data(http.StatusOK, "text/html; charset=utf-8", body) }
 	}
 	e.GET("/", pageHeaders, page("index.html"))
+	// An account's verification link: the shopper page confirms it.
+	e.GET("/verify", pageHeaders, page("index.html"))
 	e.GET("/admin", pageHeaders, page("admin.html"))
 	e.GET("/static/*file", pageHeaders, serveAsset)
 }

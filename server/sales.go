@@ -30,6 +30,7 @@ type saleJSON struct {
 	// needs (API.md, buy tickets).
 	RequireTicket bool      `json:"require_ticket"`
 	PowDifficulty int       `json:"pow_difficulty"`
+	VerifiedOnly  bool      `json:"verified_only"`
 	ServerTime    time.Time `json:"server_time"`
 }
 
@@ -40,7 +41,7 @@ func saleView(v sales.View, now time.Time) saleJSON {
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
-		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, ServerTime: now.UTC(),
+		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, ServerTime: now.UTC(),
 	}
 }
 
@@ -102,6 +103,8 @@ type saleRequest struct {
 	// Bot defence (optional on create).
 	RequireTicket *bool `json:"require_ticket"`
 	PowDifficulty *int  `json:"pow_difficulty"`
+	// VerifiedOnly sells only to verified identities (optional on create).
+	VerifiedOnly *bool `json:"verified_only"`
 }
 
 // patch is the request as a change to a sale. Names lose surrounding white
@@ -109,7 +112,7 @@ type saleRequest struct {
 func (r saleRequest) patch() seckill.SalePatch {
 	return seckill.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
 		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty}
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly}
 }
 
 func trimmed(s *string) *string {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -62,6 +63,9 @@ type Config struct {
 	// Buy requests per second allowed, in all, per user and per client IP;
 	// 0 turns that limiter off.
 	RateGlobal, RatePerUser, RatePerIP float64
+	// Account sign-ups and password sign-ins per minute per client IP; 0
+	// turns that limiter off.
+	RateSignupPerIP, RateSigninPerIP float64
 }
 
 // Deps are the services a Server calls.
@@ -72,6 +76,8 @@ type Deps struct {
 	Tickets  *tickets.Service
 	Shoppers *sessions.Shoppers
 	Admins   *sessions.Admins
+	// Identity are the shoppers' sign-ins offered.
+	Identity Identity
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -95,6 +101,8 @@ type Server struct {
 	metrics *metrics
 	limits  *limits
 	logins  *limiter
+	signups *limiter
+	signins *limiter
 	csrf    *http.CrossOriginProtection
 	hubs    *hubs
 	api     *gin.RouterGroup
@@ -104,9 +112,11 @@ type Server struct {
 func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, Deps: d,
-		limits: newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
-		logins: newLimiter(loginsPerSecond, loginBurst),
-		csrf:   http.NewCrossOriginProtection(),
+		limits:  newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
+		logins:  newLimiter(loginsPerSecond, loginBurst),
+		signups: newLimiter(cfg.RateSignupPerIP/60, int(math.Ceil(cfg.RateSignupPerIP))),
+		signins: newLimiter(cfg.RateSigninPerIP/60, int(math.Ceil(cfg.RateSigninPerIP))),
+		csrf:    http.NewCrossOriginProtection(),
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -164,6 +174,7 @@ func (s *Server) routes() error {
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)
 	s.api = api
+	s.identityRoutes(e, api)
 
 	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
 	admin.POST("/login", s.login)
@@ -243,7 +254,11 @@ func (s *Server) evictLimits(ctx context.Context) {
 	wait.Every(ctx, 30*time.Second, func() {
 		now := s.Now()
 		s.limits.evict(now)
-		s.logins.evict(now.Add(-time.Hour))
+		for _, l := range []*limiter{s.logins, s.signups, s.signins} {
+			if l != nil {
+				l.evict(now.Add(-time.Hour))
+			}
+		}
 		if s.limits.user != nil {
 			s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
 		}

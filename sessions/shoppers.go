@@ -31,7 +31,14 @@ type Config struct {
 	AdminToken    string
 }
 
-// Shoppers issues and checks shopper session tokens.
+// A Provider verifies the tokens an identity provider issued (an OpenID
+// Connect provider's ID tokens): the user, and when the token expires.
+type Provider interface {
+	Verify(ctx context.Context, raw string) (User, time.Time, error)
+}
+
+// Shoppers issues and checks shopper session tokens, and with a Provider
+// the provider's tokens too (any token not signed HS256 goes to it).
 //
 // Signing out revokes a shopper's tokens, not only the cookie: each user
 // has a session epoch, the time of their last sign-out, and tokens issued
@@ -43,13 +50,14 @@ type Config struct {
 // and every resync, so a lost message costs at most that long. Epochs are
 // kept for TTL, the life of the tokens.
 type Shoppers struct {
-	rdb    redis.UniversalClient
-	keys   keys
-	secret []byte
-	ttl    time.Duration
-	now    func() time.Time
-	parser *jwt.Parser
-	tokens *tokenCache
+	rdb      redis.UniversalClient
+	keys     keys
+	secret   []byte
+	ttl      time.Duration
+	now      func() time.Time
+	parser   *jwt.Parser
+	tokens   *tokenCache
+	provider Provider
 
 	mu sync.RWMutex
 	at map[string]int64 // user → unix seconds of the last sign-out
@@ -68,16 +76,31 @@ func NewShoppers(rdb redis.UniversalClient, cfg Config, now func() time.Time) *S
 	}
 }
 
+// Accept makes the tokens of p good on every shopper route, beside the
+// session tokens. Call it before serving.
+func (s *Shoppers) Accept(p Provider) { s.provider = p }
+
 // Mint issues a session token for a user, valid for the configured TTL.
-func (s *Shoppers) Mint(userID, name string) (string, time.Time, error) {
-	return MintToken(s.secret, userID, name, s.ttl, s.now())
+// A token is dated after the user's last sign-out: signing out and in
+// again within a second must not revoke the new session (token times are
+// whole seconds).
+func (s *Shoppers) Mint(u User) (string, time.Time, error) {
+	now := s.now()
+	s.mu.RLock()
+	epoch, ok := s.at[u.ID]
+	s.mu.RUnlock()
+	if ok && now.Unix() <= epoch {
+		now = time.Unix(epoch+1, 0)
+	}
+	return mint(s.secret, u, s.ttl, now)
 }
 
-// Verify returns the user of a session token, or why it is refused
-// (ErrNoToken, ErrBadToken, ErrExpired, ErrSignedOut). A token verified
-// before is taken from the cache (until it expires); whether its user
-// signed out since is checked every time.
-func (s *Shoppers) Verify(raw string) (User, error) {
+// Verify returns the user of a session token (or of the provider's token),
+// or why it is refused (ErrNoToken, ErrBadToken, ErrExpired, ErrSignedOut,
+// or the provider's). A token verified before is taken from the cache
+// (until it expires), so a signature is checked once per token; whether
+// its user signed out since is checked every time.
+func (s *Shoppers) Verify(ctx context.Context, raw string) (User, error) {
 	if raw == "" {
 		return User{}, ErrNoToken
 	}
@@ -86,7 +109,12 @@ func (s *Shoppers) Verify(raw string) (User, error) {
 	if !ok {
 		var exp time.Time
 		var err error
-		if u, exp, err = s.verify(raw); err != nil {
+		if s.provider != nil && !sessionToken(raw) {
+			u, exp, err = s.provider.Verify(ctx, raw)
+		} else {
+			u, exp, err = s.verify(raw)
+		}
+		if err != nil {
 			return User{}, err
 		}
 		s.tokens.put(raw, u, exp)

@@ -8,10 +8,12 @@ package sessions
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +25,11 @@ import (
 
 // Claims are the claims of a shopper's session token (HS256). Anyone with
 // the signing secret can mint one: sub is the user id, name the display
-// name.
+// name, verified whether the identity behind it is verified (a verified
+// account, or a provider's email_verified).
 type Claims struct {
-	Name string `json:"name"`
+	Name     string `json:"name"`
+	Verified bool   `json:"verified,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -59,19 +63,27 @@ func (c *Claims) UnmarshalJSON(b []byte) error {
 type User struct {
 	ID   string
 	Name string
-	// IssuedAt is when the session token was issued (unix seconds; 0 when
-	// the token does not say).
+	// Verified is whether the identity is verified: a built-in account
+	// whose email was confirmed, or a provider's user with email_verified.
+	// Guests never are.
+	Verified bool
+	// IssuedAt is when the token was issued (unix seconds; 0 when the
+	// token does not say).
 	IssuedAt int64
 }
 
 // MintToken signs a session token for a user, valid for ttl. Load testers
-// and other identity providers use the same function with the same secret.
+// use the same function with the same secret.
 func MintToken(secret []byte, userID, name string, ttl time.Duration, now time.Time) (string, time.Time, error) {
+	return mint(secret, User{ID: userID, Name: name}, ttl, now)
+}
+
+func mint(secret []byte, u User, ttl time.Duration, now time.Time) (string, time.Time, error) {
 	exp := now.Add(ttl).Truncate(time.Second)
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, Claims{
-		Name: name,
+		Name: u.Name, Verified: u.Verified,
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   userID,
+			Subject:   u.ID,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(exp),
 		},
@@ -105,7 +117,7 @@ func (s *Shoppers) verify(raw string) (User, time.Time, error) {
 	case err != nil, !seckill.ValidUserID(cl.Subject):
 		return User{}, time.Time{}, ErrBadToken
 	}
-	u := User{ID: cl.Subject, Name: cl.Name}
+	u := User{ID: cl.Subject, Name: cl.Name, Verified: cl.Verified}
 	if cl.IssuedAt != nil {
 		u.IssuedAt = cl.IssuedAt.Unix()
 	}
@@ -166,4 +178,25 @@ func (c *tokenCache) put(raw string, u User, exp time.Time) {
 	}
 	sh.m[raw] = cachedToken{user: u, exp: exp}
 	sh.mu.Unlock()
+}
+
+// hs256Header is the header of every session token, as jwt writes it.
+var hs256Header = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "."
+
+// sessionToken reports whether raw has a session token's header; any other
+// token is a provider's (which refuses HS256, so a token signed HS256
+// with another header fails either way).
+func sessionToken(raw string) bool {
+	if strings.HasPrefix(raw, hs256Header) {
+		return true
+	}
+	head, _, _ := strings.Cut(raw, ".")
+	b, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	return json.Unmarshal(b, &h) == nil && strings.HasPrefix(h.Alg, "HS")
 }

@@ -1,8 +1,11 @@
 package system
 
 import (
+	"strings"
+
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
@@ -40,7 +43,32 @@ func ServerConfig(c configs.Config) server.Config {
 		PublicOrigins: c.PublicOriginsList(), AllowedOrigins: c.AllowedOriginsList(),
 		WSMaxPerIP: c.WSMaxPerIP, WSMaxTotal: c.WSMaxTotal, WSPoll: c.WSPoll,
 		RateGlobal: c.RateGlobal, RatePerUser: c.RatePerUser, RatePerIP: c.RatePerIP,
+		RateSignupPerIP: c.RateSignupPerIP, RateSigninPerIP: c.RateSigninPerIP,
 	}
+}
+
+// OIDCConfig names the shop's OpenID Connect provider.
+func OIDCConfig(c configs.Config) identity.OIDCConfig {
+	return identity.OIDCConfig{
+		Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: c.OIDCClientSecret, Audience: c.OIDCAudience,
+		RedirectURL: strings.TrimRight(c.PublicURL, "/") + "/auth/oidc/callback",
+	}
+}
+
+// Mailer sends the accounts' mail: over SMTP when smtp_addr is set, and
+// into the log as well in development and embedded mode.
+func Mailer(c configs.Config, embedded bool) identity.Mailer {
+	var m identity.Mailer
+	if c.SMTPAddr != "" {
+		m = identity.SMTP{Addr: c.SMTPAddr, From: c.SMTPFrom}
+	}
+	if embedded || !c.Production() {
+		m = identity.LogMail{Next: m}
+	}
+	if m == nil {
+		m = identity.LogMail{}
+	}
+	return m
 }
 
 // WorkerConfig is the order worker's.

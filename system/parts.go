@@ -2,10 +2,13 @@ package system
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
@@ -21,21 +24,32 @@ import (
 // (batch_enabled), the sold-out fast path (sold_out_recheck > 0) and the
 // stock, each built over the next.
 func (s *System) Server(registry *prometheus.Registry, buys server.Reserver) (*server.Server, error) {
-	return server.New(ServerConfig(s.Config), s.ServerDeps(registry, buys))
+	d, err := s.ServerDeps(registry, buys)
+	if err != nil {
+		return nil, err
+	}
+	return server.New(ServerConfig(s.Config), d)
 }
 
 // ServerDeps are the services Server builds, for a caller that changes
 // some before it calls server.New itself.
-func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver) server.Deps {
+func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver) (server.Deps, error) {
 	cfg := s.Config
 	now := time.Now
 	sc := SessionsConfig(cfg)
 	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), cfg.TicketTTL, now)
+	id, err := s.identity(now)
+	if err != nil {
+		return server.Deps{}, err
+	}
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
-		Ready: s.Ready(), Registry: registry, Now: now,
+		Identity: id, Ready: s.Ready(), Registry: registry, Now: now,
+	}
+	if id.OIDC != nil {
+		d.Shoppers.Accept(id.OIDC)
 	}
 	if s.Bus != nil {
 		d.DeadLetters = s.DeadLetters
@@ -44,7 +58,32 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 		buys, d.Chores = s.buyChain(registry)
 	}
 	d.Buys = tickets.NewGate(buys, tix)
-	return d
+	return d, nil
+}
+
+// identity builds the shoppers' sign-ins the configuration names: the
+// provider is discovered now (a start fails if it cannot be reached).
+func (s *System) identity(now func() time.Time) (server.Identity, error) {
+	cfg := s.Config
+	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: identity.NewPending(s.Redis, cfg.RedisPrefix)}
+	if cfg.HasIdentity(configs.SourceOIDC) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		o, err := identity.NewOIDC(ctx, OIDCConfig(cfg), now)
+		if err != nil {
+			return server.Identity{}, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
+		}
+		id.OIDC = o
+	}
+	if cfg.HasIdentity(configs.SourceAccounts) {
+		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.PublicURL}, now)
+		pk, err := identity.NewPasskeys(cfg.PublicURL, s.Ledger, id.Pending, now)
+		if err != nil {
+			return server.Identity{}, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
+		}
+		id.Passkeys = pk
+	}
+	return id, nil
 }
 
 // buyChain composes the configured buy chain behind the ticket gate, front

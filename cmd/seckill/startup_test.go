@@ -89,13 +89,23 @@ func TestStartRefusesAnUnmigratedSchema(t *testing.T) {
 	}
 }
 
+// TestProductionRefusesGuests: a production start with guest sign-ins
+// (the default source) stops at once and says why and what to set.
+func TestProductionRefusesGuests(t *testing.T) {
+	env := append(baseEnv(t, emptyDatabase(t)), "SECKILL_AUTO_MIGRATE=1", "SECKILL_ENV=production", "SECKILL_REDIS_ALLOW_VOLATILE=1")
+	out, running := startup(t, env, "serve")
+	if running || !strings.Contains(out, "SECKILL_IDENTITY") || !strings.Contains(out, "SECKILL_ALLOW_GUEST") {
+		t.Errorf("production with guest: running=%v\n%s", running, out)
+	}
+}
+
 // TestStartChecksRedisPersistence: on a Redis without AOF (the test
 // Redis) a production process refuses to start unless told it may; a
 // development one warns.
 func TestStartChecksRedisPersistence(t *testing.T) {
 	dsn := emptyDatabase(t)
 	env := append(baseEnv(t, dsn), "SECKILL_AUTO_MIGRATE=1")
-	prod := append(env, "SECKILL_ENV=production")
+	prod := append(env, "SECKILL_ENV=production", "SECKILL_ALLOW_GUEST=true")
 	out, running := startup(t, prod, "serve")
 	if running || !strings.Contains(out, "appendonly") {
 		t.Errorf("production on a volatile Redis: running=%v\n%s", running, out)

@@ -307,6 +307,7 @@ type SaleSpec struct {
 	Buckets                  int
 	RequireTicket            bool
 	PowDifficulty            int
+	VerifiedOnly             bool
 }
 
 // MustSale creates a sale through srv, as the admin API does.
@@ -329,7 +330,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 		Name: "Test sale", Item: "Test item", PriceCents: spec.PriceCents, Total: spec.Total,
 		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
-		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty,
+		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty, VerifiedOnly: spec.VerifiedOnly,
 	})
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)

@@ -154,6 +154,8 @@ async function formView(id) {
     require_ticket: ["Buys need a ticket (handed out once the sale opens)", { type: "checkbox", checked: !!(sale && sale.require_ticket) }],
     pow_difficulty: ["Proof of work for a ticket (0–32 leading zero bits; 0 = off)",
       { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0" }],
+    verified_only: ["Verified shoppers only (a verified account or the shop's provider vouching for the email)",
+      { type: "checkbox", checked: !!(sale && sale.verified_only) }],
   };
   const inputs = {}, errs = {};
   const labels = Object.entries(fields).map(([k, [label, attrs]]) => {
@@ -352,7 +354,8 @@ async function dashboardView(id) {
       el("div", {}, el("h1", { style: "margin-bottom:.2rem", id: "sale-name" }, userText(sale.name)),
         el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item),
           ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "") +
-          (sale.require_ticket ? ` · tickets${sale.pow_difficulty ? `, proof of work ${sale.pow_difficulty} bits` : ""}` : "")))),
+          (sale.require_ticket ? ` · tickets${sale.pow_difficulty ? `, proof of work ${sale.pow_difficulty} bits` : ""}` : "") +
+          (sale.verified_only ? " · verified shoppers only" : "")))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
         el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
     dead,

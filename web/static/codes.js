@@ -16,6 +16,7 @@ export const Code = Object.freeze({
   TicketRequired: "ticket_required",
   TicketInvalid: "ticket_invalid",
   PowInvalid: "pow_invalid",
+  NotEligible: "not_eligible",
   Internal: "internal",
 });
 

@@ -5,18 +5,67 @@ import {
   noteServerTime, serverNow,
 } from "./common.js";
 import { Code, Local, Phase } from "./codes.js";
+import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
 
 const pg = page($("#app"));
-let me = null; // {user_id, name}
+let me = null; // {user_id, name, verified, kind}
+
+let identity = { sources: ["guest"], oidc_login: null, passkeys: false }; // GET /api/identity
 
 function renderWho() {
   const who = $("#who");
   if (!me) return who.replaceChildren();
-  who.replaceChildren(
+  const extra = [];
+  if (me.kind === "account" && identity.passkeys && passkeysSupported()) {
+    extra.push(el("button", { class: "ghost small", id: "add-passkey", onclick: addPasskey }, "Add a passkey"));
+  }
+  who.replaceChildren(...[
     el("span", { class: "hide-narrow" }, "Signed in as "), el("strong", { id: "who-name" }, userText(me.name)),
-    el("button", { class: "ghost small", onclick: signOut }, "Sign out"),
-  );
+    me.verified ? el("span", { class: "badge verified", title: "Verified identity" }, "verified") : null,
+    ...extra,
+    el("button", { class: "ghost small", id: "signout", onclick: signOut }, "Sign out"),
+  ].filter(Boolean));
+  renderBanner();
 }
+
+// renderBanner asks an account not yet verified to confirm its email.
+function renderBanner() {
+  document.querySelector(".banner")?.remove();
+  if (!me || me.kind !== "account" || me.verified) return;
+  const msg = el("span", {}, "Confirm your email: we sent you a link. Sales for verified shoppers only open to you after that. ");
+  const again = el("button", { class: "ghost small", id: "resend", onclick: async () => {
+    again.disabled = true;
+    try {
+      await api("POST", "/api/accounts/resend", {});
+      msg.textContent = "Sent again: check your mail. ";
+    } catch (e) {
+      msg.textContent = e.message + " ";
+      again.disabled = false;
+    }
+  } }, "Send the link again");
+  document.querySelector("header.top").after(el("div", { class: "banner" }, msg, again));
+}
+
+async function addPasskey() {
+  const b = $("#add-passkey");
+  b.disabled = true;
+  try {
+    await registerPasskey();
+    b.textContent = "Passkey added";
+  } catch (e) {
+    alert(e.message || "The passkey was not added.");
+    b.disabled = false;
+  }
+}
+
+function signedIn(s) {
+  me = { user_id: s.user_id, name: s.name, verified: !!s.verified, kind: kindOf(s.user_id) };
+  renderWho();
+}
+
+// kindOf tells a user id's source by its prefix (API.md: "o_" the
+// provider's, "a_" an account's; anything else a guest's).
+const kindOf = (id) => (id.startsWith("o_") ? "oidc" : id.startsWith("a_") ? "account" : "guest");
 
 async function signOut() {
   try { await api("DELETE", "/api/session"); } catch (e) { /* the cookie goes anyway on expiry */ }
@@ -25,32 +74,82 @@ async function signOut() {
   route();
 }
 
+// signInView shows the sign-ins the deployment offers: the shop's
+// provider, email and password (or a new account), a passkey, a guest name.
 function signInView(next) {
   const v = pg.begin();
   nav("");
-  const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: "e.g. alice" });
-  const err = el("span", { class: "err" });
-  const submit = el("button", { class: "primary", type: "submit", id: "signin" }, "Sign in");
-  const form = el("form", { class: "card signin", onsubmit: async (ev) => {
-    ev.preventDefault();
-    submit.disabled = true;
+  const has = (src) => identity.sources.includes(src);
+  const parts = [el("h1", {}, "Sign in")];
+  const err = el("p", { class: "err", id: "signin-error", role: "alert" });
+  const run = (button, fn) => async (ev) => {
+    ev?.preventDefault();
+    button.disabled = true;
     err.textContent = "";
     try {
-      const s = await api("POST", "/api/session", { name: name.value });
-      me = { user_id: s.user_id, name: s.name };
-      renderWho();
+      signedIn(await fn());
       next();
     } catch (e) {
       err.textContent = e.message;
-      submit.disabled = false;
+      button.disabled = false;
     }
-  } },
-  el("h1", {}, "Sign in"),
-  el("p", { class: "muted" }, "Pick a name to shop with. No password needed."),
-  el("label", {}, "Your name", name, err),
-  submit);
-  v.show(form);
-  name.focus();
+  };
+  if (has("oidc") && identity.oidc_login) {
+    const back = location.pathname + location.hash;
+    parts.push(el("a", { class: "button primary", id: "signin-oidc",
+      href: `${identity.oidc_login}?next=${encodeURIComponent(back)}` }, "Sign in with your shop account"));
+  }
+  if (has("accounts")) {
+    const email = el("input", { id: "email", type: "email", maxlength: "254", required: true, autocomplete: "username" });
+    const password = el("input", { id: "password", type: "password", minlength: "10", maxlength: "256", required: true,
+      autocomplete: "current-password" });
+    const signIn = el("button", { class: "primary", type: "submit", id: "signin-password" }, "Sign in");
+    const signUp = el("button", { class: "ghost", type: "button", id: "signup" }, "Create an account");
+    signUp.onclick = () => {
+      if (!email.reportValidity() || !password.reportValidity()) return;
+      run(signUp, () => api("POST", "/api/accounts", { email: email.value, password: password.value }))();
+    };
+    parts.push(el("form", { class: "stack", onsubmit: run(signIn, () =>
+      api("POST", "/api/session", { email: email.value, password: password.value })) },
+    el("label", {}, "Email", email), el("label", {}, "Password (10 characters or more)", password),
+    el("div", { class: "row" }, signIn, signUp)));
+    if (identity.passkeys && passkeysSupported()) {
+      const pk = el("button", { class: "ghost", type: "button", id: "signin-passkey" }, "Sign in with a passkey");
+      pk.onclick = run(pk, signInWithPasskey);
+      parts.push(pk);
+    }
+  }
+  if (has("guest")) {
+    const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: "e.g. alice" });
+    const submit = el("button", { class: "primary", type: "submit", id: "signin" }, "Sign in as a guest");
+    parts.push(el("form", { class: "stack", onsubmit: run(submit, () => api("POST", "/api/session", { name: name.value })) },
+      el("p", { class: "muted" }, "Or pick a name to shop with, no password needed (development and demos)."),
+      el("label", {}, "Your name", name), submit));
+  }
+  if (parts.length === 1) parts.push(el("p", { class: "muted" }, "This shop offers no way to sign in yet."));
+  parts.push(err);
+  v.show(el("div", { class: "card signin" }, parts));
+  (document.querySelector("#email") || document.querySelector("#name"))?.focus();
+}
+
+// verifyView confirms an account's email with the token of its link
+// (/verify?token=…), then goes on to the sales.
+async function verifyView() {
+  const v = pg.begin();
+  nav("");
+  const token = new URLSearchParams(location.search).get("token") || "";
+  history.replaceState(null, "", "/#/"); // the token is spent either way: not kept in history
+  const box = el("div", { class: "card signin", id: "verify" }, el("h1", {}, "Confirm your email"), el("p", {}, "Checking the link…"));
+  v.show(box);
+  try {
+    const s = await api("POST", "/api/accounts/verify", { token });
+    if (s.token) signedIn(s);
+    box.replaceChildren(el("h1", {}, "Email confirmed"), el("p", {}, "Thank you: ", userText(s.email), " is verified."),
+      el("a", { class: "button primary", href: "#/" }, "Go to the sales"));
+  } catch (e) {
+    box.replaceChildren(el("h1", {}, "Confirm your email"), el("p", { class: "err" }, e.message),
+      el("a", { class: "button", href: "#/" }, "Go to the sales"));
+  }
 }
 
 // The sale list.
@@ -108,6 +207,7 @@ const outcomes = new Map([
   [Code.TicketInvalid, ["warn", "Check failed"]],
   [Code.PowInvalid, ["warn", "Check failed"]],
   [Local.Pow, ["bad", "Check failed"]],
+  [Code.NotEligible, ["bad", "Verified shoppers only"]],
 ]);
 
 function outcome(e, sale) {
@@ -311,6 +411,8 @@ async function saleView(id) {
       el("div", { class: "stock-line" }, el("span", {}, left, " left"), el("span", {}, `of ${sale.total}`)),
       el("div", { class: "row" }, el("span", { class: "muted" }, "Quantity"), el("div", { class: "qty" }, minus, qtyOut, plus),
         el("span", { class: "muted" }, `max ${sale.per_user_limit} per customer`)),
+      sale.verified_only ? el("p", { class: "muted", id: "verified-only" },
+        me && me.verified ? "For verified shoppers only: you are one." : "For verified shoppers only: sign in with a verified account to buy.") : null,
       buy,
       result,
       when)));
@@ -362,7 +464,8 @@ async function ordersView() {
     };
     v.keep(ticker(paint, 1000));
     return el("tr", { "data-order": o.order_id },
-      el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, `Sale ${o.sale_id}`)),
+      el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, o.sale_name ? userText(o.sale_name) : `Sale ${o.sale_id}`),
+        o.item ? el("div", { class: "muted small" }, userText(o.item)) : null),
       el("td", { class: "mono hide-narrow" }, o.order_id),
       el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
       el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
@@ -385,11 +488,15 @@ function route() {
 addEventListener("hashchange", route);
 (async () => {
   try {
+    identity = await api("GET", "/api/identity");
+  } catch (e) { /* the guest form, as before */ }
+  try {
     const s = await api("GET", "/api/session");
-    me = s.signed_in ? s : null;
+    if (s.signed_in) signedIn(s);
   } catch (e) {
     me = null;
   }
   renderWho();
+  if (location.pathname === "/verify") return verifyView();
   route();
 })();

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/identity"
+	"github.com/seckill/seckill/sessions"
+)
+
+// Identity are the shoppers' sign-ins a deployment offers; nil services
+// are off.
+type Identity struct {
+	// Guest signs anyone in under a name, a new user each time.
+	Guest    bool
+	OIDC     *identity.OIDC
+	Accounts *identity.Accounts
+	// Passkeys sign built-in accounts in (nil without accounts).
+	Passkeys *identity.Passkeys
+	// Pending keeps the sign-ins under way (OIDC, passkeys).
+	Pending *identity.Pending
+}
+
+// Sources names the sign-ins offered, as GET /api/identity lists them.
+func (id Identity) Sources() []string {
+	var out []string
+	if id.OIDC != nil {
+		out = append(out, "oidc")
+	}
+	if id.Accounts != nil {
+		out = append(out, "accounts")
+	}
+	if id.Guest {
+		out = append(out, "guest")
+	}
+	return out
+}
+
+const (
+	oidcCookie    = "sk_oidc"
+	passkeyCookie = "sk_passkey"
+	oidcLoginPath = "/auth/oidc/login"
+	// passkeyBodyLimit allows a passkey's attestation (certificates
+	// included) on its routes.
+	passkeyBodyLimit = 16 << 10
+)
+
+// Refusals of sign-ins a deployment does not offer.
+var (
+	errNoGuest    = seckill.Errorf(seckill.CodeForbidden, "This shop does not offer guest sessions: sign in with your account.")
+	errNoAccounts = seckill.Errorf(seckill.CodeForbidden, "This shop has no built-in accounts.")
+	errNoOIDC     = seckill.Errorf(seckill.CodeNotFound, "This shop signs in without an OpenID Connect provider.")
+	errSessionMix = invalid("Sign in with a name (guest) or with email and password, not both.")
+)
+
+// identityRoutes adds the sign-in routes.
+func (s *Server) identityRoutes(e *gin.Engine, api *gin.RouterGroup) {
+	api.GET("/identity", s.identitySources)
+	api.POST("/accounts", s.signUp)
+	api.POST("/accounts/verify", s.verifyAccount)
+	api.POST("/accounts/resend", s.requireUser, s.resendVerification)
+	pk := e.Group("/api/passkeys", s.limitBody(passkeyBodyLimit), s.sameOrigin, s.needPasskeys)
+	pk.POST("/register/begin", s.requireUser, s.beginPasskeyRegistration)
+	pk.POST("/register/finish", s.requireUser, s.finishPasskeyRegistration)
+	pk.POST("/login/begin", s.beginPasskeyLogin)
+	pk.POST("/login/finish", s.finishPasskeyLogin)
+	e.GET(oidcLoginPath, s.oidcLogin)
+	e.GET("/auth/oidc/callback", s.oidcCallback)
+}
+
+// identitySources tells the pages which sign-ins to show.
+func (s *Server) identitySources(c *gin.Context) {
+	var login any
+	if s.Identity.OIDC != nil {
+		login = oidcLoginPath
+	}
+	c.JSON(http.StatusOK, gin.H{"sources": s.Identity.Sources(), "oidc_login": login, "passkeys": s.Identity.Passkeys != nil})
+}
+
+type sessionRequest struct {
+	Name     *string `json:"name"`
+	Email    *string `json:"email"`
+	Password *string `json:"password"`
+}
+
+// createSession signs a shopper in: a guest under a display name (a new
+// user id), or a built-in account with its email and password.
+func (s *Server) createSession(c *gin.Context) {
+	var req sessionRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	switch {
+	case req.Name != nil && (req.Email != nil || req.Password != nil):
+		abort(c, errSessionMix)
+	case req.Name != nil:
+		s.guestSession(c, *req.Name)
+	case req.Email != nil && req.Password != nil:
+		s.passwordSession(c, *req.Email, *req.Password)
+	default:
+		abort(c, invalid("Send name (a guest session) or email and password."))
+	}
+}
+
+func (s *Server) guestSession(c *gin.Context, name string) {
+	if !s.Identity.Guest {
+		abort(c, errNoGuest)
+		return
+	}
+	name = strings.TrimSpace(name)
+	if msg := seckill.CheckText(name, seckill.MaxShopperName); msg != "" {
+		abort(c, invalid("Name %s.", msg))
+		return
+	}
+	s.signIn(c, http.StatusOK, sessions.User{ID: "u_" + ulid.Make().String(), Name: name})
+}
+
+func (s *Server) passwordSession(c *gin.Context, email, password string) {
+	if s.Identity.Accounts == nil {
+		abort(c, errNoAccounts)
+		return
+	}
+	if !s.throttle(c, s.signins, "sign-in attempts") {
+		return
+	}
+	u, err := s.Identity.Accounts.SignIn(c.Request.Context(), email, password)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.signIn(c, http.StatusOK, u)
+}
+
+// signIn gives u a session: the token in the answer and in the cookie.
+func (s *Server) signIn(c *gin.Context, status int, u sessions.User, extra ...gin.H) {
+	tok, exp, err := s.Shoppers.Mint(u)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
+	body := gin.H{"user_id": u.ID, "name": u.Name, "verified": u.Verified, "token": tok, "expires_at": exp.UTC().Format(time.RFC3339)}
+	for _, e := range extra {
+		for k, v := range e {
+			body[k] = v
+		}
+	}
+	c.JSON(status, body)
+}
+
+// throttle takes a turn of the per-IP limiter l (nil: no limit), or
+// answers 429 saying when to retry.
+func (s *Server) throttle(c *gin.Context, l *limiter, what string) bool {
+	if l == nil {
+		return true
+	}
+	now := s.Now()
+	r := l.reserve(c.ClientIP(), now)
+	wait := r.DelayFrom(now)
+	if wait == 0 {
+		return true
+	}
+	r.CancelAt(now)
+	abort(c, rateLimited(fmt.Sprintf("Too many %s; try again in %d s.", what, int(math.Ceil(wait.Seconds()))), wait))
+	return false
+}
+
+type accountRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// signUp opens a built-in account, mails its verification link and signs
+// it in (not verified yet).
+func (s *Server) signUp(c *gin.Context) {
+	if s.Identity.Accounts == nil {
+		abort(c, errNoAccounts)
+		return
+	}
+	if !s.throttle(c, s.signups, "sign-ups from your address") {
+		return
+	}
+	var req accountRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	acc, err := s.Identity.Accounts.SignUp(c.Request.Context(), req.Email, req.Password)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	u, err := s.Identity.Accounts.User(c.Request.Context(), acc.ID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.signIn(c, http.StatusCreated, u, gin.H{"email": acc.Email})
+}
+
+type verifyRequest struct {
+	Token string `json:"token"`
+}
+
+// verifyAccount confirms an account's email with the token of its link.
+// A browser signed in as that account gets a session that says verified.
+func (s *Server) verifyAccount(c *gin.Context) {
+	if s.Identity.Accounts == nil {
+		abort(c, errNoAccounts)
+		return
+	}
+	var req verifyRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	signedIn, _ := s.Shoppers.Verify(ctx, sessionToken(c))
+	acc, err := s.Identity.Accounts.Verify(ctx, req.Token, signedIn.ID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if signedIn.ID != acc.ID {
+		c.JSON(http.StatusOK, gin.H{"verified": true, "email": acc.Email})
+		return
+	}
+	u, err := s.Identity.Accounts.User(ctx, acc.ID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.signIn(c, http.StatusOK, u, gin.H{"email": acc.Email})
+}
+
+// resendVerification mails a signed-in account a new verification link.
+func (s *Server) resendVerification(c *gin.Context) {
+	u := currentUser(c)
+	if s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
+		abort(c, identity.ErrNotAccount)
+		return
+	}
+	if !s.throttle(c, s.signups, "verification mails") {
+		return
+	}
+	acc, err := s.Identity.Accounts.Resend(c.Request.Context(), u.ID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"email": acc.Email, "verified": acc.Verified(), "sent": !acc.Verified()})
+}
+
+// needPasskeys answers 404 on the passkey routes of a deployment without
+// them.
+func (s *Server) needPasskeys(c *gin.Context) {
+	if s.Identity.Passkeys == nil {
+		abort(c, seckill.Errorf(seckill.CodeNotFound, "This shop has no passkeys."))
+		return
+	}
+	c.Next()
+}
+
+// The passkey ceremonies: begin answers the options for the browser's
+// navigator.credentials call and keeps the challenge under a cookie;
+// finish takes the credential as PublicKeyCredential.toJSON writes it.
+
+func (s *Server) beginPasskeyRegistration(c *gin.Context) {
+	opts, ceremony, err := s.Identity.Passkeys.BeginRegistration(c.Request.Context(), currentUser(c).ID)
+	s.beginCeremony(c, opts, ceremony, err)
+}
+
+func (s *Server) finishPasskeyRegistration(c *gin.Context) {
+	body, ceremony, ok := s.ceremonyAnswer(c)
+	if !ok {
+		return
+	}
+	if err := s.Identity.Passkeys.FinishRegistration(c.Request.Context(), currentUser(c).ID, ceremony, body); err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"ok": true})
+}
+
+func (s *Server) beginPasskeyLogin(c *gin.Context) {
+	opts, ceremony, err := s.Identity.Passkeys.BeginLogin(c.Request.Context())
+	s.beginCeremony(c, opts, ceremony, err)
+}
+
+func (s *Server) finishPasskeyLogin(c *gin.Context) {
+	body, ceremony, ok := s.ceremonyAnswer(c)
+	if !ok {
+		return
+	}
+	u, err := s.Identity.Passkeys.FinishLogin(c.Request.Context(), ceremony, body)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.signIn(c, http.StatusOK, u)
+}
+
+func (s *Server) beginCeremony(c *gin.Context, opts any, ceremony string, err error) {
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.setCookie(c, passkeyCookie, ceremony, s.Now().Add(5*time.Minute), http.SameSiteStrictMode)
+	c.JSON(http.StatusOK, opts)
+}
+
+// ceremonyAnswer reads a passkey ceremony's second request: its JSON body
+// and the ceremony of its cookie (cleared: each is used once).
+func (s *Server) ceremonyAnswer(c *gin.Context) ([]byte, string, bool) {
+	body, err := jsonBody(c)
+	if err != nil {
+		abort(c, err)
+		return nil, "", false
+	}
+	ceremony, _ := c.Cookie(passkeyCookie)
+	s.setCookie(c, passkeyCookie, "", time.Time{}, http.SameSiteStrictMode)
+	return body, ceremony, true
+}
+
+// oidcLogin sends a browser to the provider to sign in, then back to next
+// (a path of this site).
+func (s *Server) oidcLogin(c *gin.Context) {
+	if s.Identity.OIDC == nil {
+		abort(c, errNoOIDC)
+		return
+	}
+	next := c.Query("next")
+	if !localPath(next) {
+		next = "/"
+	}
+	to, l := s.Identity.OIDC.Begin(next)
+	if err := s.Identity.Pending.PutLogin(c.Request.Context(), l); err != nil {
+		abort(c, err)
+		return
+	}
+	// Lax: the provider's redirect back is a top-level navigation.
+	s.setCookie(c, oidcCookie, l.State, s.Now().Add(identity.LoginTTL), http.SameSiteLaxMode)
+	c.Redirect(http.StatusFound, to)
+}
+
+// errLoginState is a callback that this browser did not start (a forged
+// or replayed one, or a login CSRF).
+var errLoginState = seckill.Errorf(seckill.CodeForbidden, "This sign-in was not started in this browser; start again.")
+
+// oidcCallback finishes a browser's sign-in at the provider: the state
+// must be the one this browser was given, the code is exchanged, and the
+// shopper gets a session.
+func (s *Server) oidcCallback(c *gin.Context) {
+	if s.Identity.OIDC == nil {
+		abort(c, errNoOIDC)
+		return
+	}
+	state := c.Query("state")
+	cookie, _ := c.Cookie(oidcCookie)
+	s.setCookie(c, oidcCookie, "", time.Time{}, http.SameSiteLaxMode)
+	if state == "" || cookie != state {
+		abort(c, errLoginState)
+		return
+	}
+	ctx := c.Request.Context()
+	l, err := s.Identity.Pending.TakeLogin(ctx, state)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if e := c.Query("error"); e != "" {
+		abort(c, identity.ErrLoginFailed)
+		return
+	}
+	u, err := s.Identity.OIDC.Finish(ctx, l, c.Query("code"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	tok, exp, err := s.Shoppers.Mint(u)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
+	c.Redirect(http.StatusFound, l.Next)
+}
+
+// localPath reports whether next is a path on this site: "/…", not
+// "//host" or "/\host" (which browsers read as another host), with no
+// scheme, host or control characters.
+func localPath(next string) bool {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > 512 {
+		return false
+	}
+	if strings.IndexFunc(next, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return false
+	}
+	u, err := url.Parse(next)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
+}
