@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +301,77 @@ func TestVerifiedOnlySale(t *testing.T) {
 	// Three refusals above, and the guest's while the change spread.
 	if o, _ := r.Body["outcomes"].(map[string]any); num(o, "not_eligible") < 3 {
 		t.Errorf("stats outcomes: %v", r.Body["outcomes"])
+	}
+}
+
+// TestProviderLoginFlow: the browser login through the provider, and
+// the callbacks it must refuse: no or another browser's state, a replay,
+// a made-up code; next is kept to this site.
+func TestProviderLoginFlow(t *testing.T) {
+	st := newIdentityStack(t, false)
+	st.p.QueueUser("flow-user", "flow@example.com", true)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	begin := func(next string) (state, cookie, callback string) {
+		t.Helper()
+		r := call(t, st.h, "GET", "/auth/oidc/login?next="+url.QueryEscape(next), nil)
+		loc, err := url.Parse(r.Header.Get("Location"))
+		if r.Status != 302 || err != nil || loc.Query().Get("code_challenge_method") != "S256" || loc.Query().Get("nonce") == "" {
+			t.Fatalf("login: %v %s", r, r.Header.Get("Location"))
+		}
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+			if c.Name == "sk_oidc" {
+				cookie = c.Value
+			}
+		}
+		res, err := noRedirect.Get(loc.String()) // the provider signs the user in at once
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		back, err := url.Parse(res.Header.Get("Location"))
+		if err != nil || back.Query().Get("code") == "" {
+			t.Fatalf("provider answered %s %s", res.Status, res.Header.Get("Location"))
+		}
+		return loc.Query().Get("state"), cookie, "/auth/oidc/callback?" + back.RawQuery
+	}
+	state, cookie, callback := begin("/#/sales/7")
+	if cookie != state {
+		t.Fatalf("cookie %q, state %q", cookie, state)
+	}
+	if r := call(t, st.h, "GET", callback, nil); r.Status != 403 {
+		t.Errorf("callback without the browser's cookie: %v", r)
+	}
+	if r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc=someone-elses-state"); r.Status != 403 {
+		t.Errorf("callback with another state: %v", r)
+	}
+	r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc="+cookie)
+	if r.Status != 302 || r.Header.Get("Location") != "/#/sales/7" {
+		t.Fatalf("callback: %v %s", r, r.Header.Get("Location"))
+	}
+	var session string
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == "sk_session" {
+			session = c.Value
+		}
+	}
+	who := call(t, st.h, "GET", "/api/session", nil, "Cookie: sk_session="+session)
+	if who.Body["user_id"] != identity.UserID(st.p.Issuer(), "flow-user") || who.Body["verified"] != true {
+		t.Errorf("signed in as %v", who)
+	}
+	if r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc="+cookie); r.Status != 401 {
+		t.Errorf("the callback replayed: %v", r)
+	}
+	// A made-up code with a good state: the provider refuses it.
+	_, cookie, callback = begin("/")
+	forged := strings.Replace(callback, "code=", "code=x", 1)
+	if r := call(t, st.h, "GET", forged, nil, "Cookie: sk_oidc="+cookie); r.Status != 401 {
+		t.Errorf("a made-up code: %v", r)
+	}
+	// next elsewhere than this site becomes "/".
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "/ok\r\nSet-Cookie: x=1"} {
+		_, cookie, callback := begin(next)
+		if r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc="+cookie); r.Status != 302 || r.Header.Get("Location") != "/" {
+			t.Errorf("next %q: %v %s", next, r, r.Header.Get("Location"))
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/identity/mailbox"
 )
 
 func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
@@ -23,6 +24,7 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.IntVar(&o.Users, "users", 1000, "distinct shoppers")
 	fs.StringVar(&o.JWTSecret, "jwt-secret", os.Getenv("SECKILL_JWT_SECRET"),
 		"mint tokens offline with this secret (default SECKILL_JWT_SECRET); empty: sign each user in with POST /api/session")
+	smtpAddr := fs.String("accounts-smtp", "", "sign each user up as a built-in account and confirm it by mail: listen for the server's mail (its SECKILL_SMTP_ADDR) on this address, e.g. 127.0.0.1:2525; the server must allow the sign-ups (SECKILL_RATE_SIGNUP_PER_IP=0)")
 	fs.Int64Var(&o.Qty, "qty", 1, "units per buy")
 	fs.Float64Var(&o.Retries, "retries", 0, "share of requests (0..1) that resend an earlier request_id, to exercise idempotency")
 	fs.IntVar(&o.Concurrency, "c", 64, "closed loop: concurrent workers, each sending as soon as it has an answer")
@@ -41,6 +43,14 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
 	o.NoTickets = !*tickets
+	if *smtpAddr != "" {
+		mb, err := mailbox.Listen(*smtpAddr)
+		if err != nil {
+			return err
+		}
+		defer mb.Close()
+		o.Accounts, o.Mailbox = true, mb
+	}
 	if *tokensOut != "" {
 		return loadtest.WriteTokens(ctx, o, *tokensOut)
 	}

@@ -5,25 +5,24 @@
 package identitytest
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/seckill/seckill/identity/mailbox"
 )
 
 // Provider is an OpenID Connect provider on loopback.
@@ -205,93 +204,30 @@ func (p *Provider) QueueUser(sub, email string, verified bool) {
 	p.m.QueueUser(&mockoidc.MockUser{Subject: sub, Email: email, EmailVerified: verified, PreferredUsername: sub})
 }
 
-// Mailbox is an SMTP server on loopback that keeps every mail it gets.
-type Mailbox struct {
-	Addr string
-
-	mu    sync.Mutex
-	mails []Mail
-}
-
-// Mail is one mail as delivered.
-type Mail struct {
-	From, To, Data string
-}
-
-// NewMailbox starts a mailbox until the test ends.
+// NewMailbox starts an SMTP server on loopback that keeps every mail it
+// gets, until the test ends.
 func NewMailbox(t testing.TB) *Mailbox {
 	t.Helper()
-	mb := &Mailbox{}
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{mb: mb}, nil }))
-	srv.Domain = "localhost"
-	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	mb, err := mailbox.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb.Addr = ln.Addr().String()
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return mb
+	t.Cleanup(func() { _ = mb.Close() })
+	return &Mailbox{mb}
 }
 
-type session struct {
-	mb       *Mailbox
-	from, to string
-}
-
-func (s *session) Reset()        {}
-func (s *session) Logout() error { return nil }
-func (s *session) Mail(from string, _ *smtp.MailOptions) error {
-	s.from = from
-	return nil
-}
-func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.to = to
-	return nil
-}
-func (s *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.mb.mu.Lock()
-	s.mb.mails = append(s.mb.mails, Mail{From: s.from, To: s.to, Data: string(b)})
-	s.mb.mu.Unlock()
-	return nil
-}
-
-// Mails returns the mails to an address so far.
-func (mb *Mailbox) Mails(to string) []Mail {
-	mb.mu.Lock()
-	defer mb.mu.Unlock()
-	var out []Mail
-	for _, m := range mb.mails {
-		if strings.EqualFold(m.To, to) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-var tokenRE = regexp.MustCompile(`/verify\?token=([A-Za-z0-9_-]+)`)
+// Mailbox is a mailbox.Mailbox for a test.
+type Mailbox struct{ *mailbox.Mailbox }
 
 // Token waits (up to 10 s) for the n-th mail to an address (from 1) and
 // returns the verification token of its link.
 func (mb *Mailbox) Token(t testing.TB, to string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if ms := mb.Mails(to); len(ms) >= n {
-			m := tokenRE.FindStringSubmatch(ms[n-1].Data)
-			if m == nil {
-				t.Fatalf("identitytest: mail to %s holds no link:\n%s", to, ms[n-1].Data)
-			}
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("identitytest: no mail %d to %s within 10 s", n, to)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tok, err := mb.Mailbox.Token(ctx, to, n)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return tok
 }

@@ -82,6 +82,7 @@ var Cases = []Case{
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
+	{"identity", "what identities cost: buys with the provider's bearer tokens vs session tokens (server CPU per request), password sign-ins (CPU each, unknown email vs wrong password)", identityCase},
 	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 

@@ -193,6 +193,32 @@ func (c *client) session(ctx context.Context, name string) (id, token string, er
 	return s.UserID, s.Token, err
 }
 
+// signUp opens an account and returns its user id and (not yet verified)
+// session token.
+func (c *client) signUp(ctx context.Context, email, password string) (id, token string, err error) {
+	var s struct {
+		UserID string `json:"user_id"`
+		Token  string `json:"token"`
+	}
+	_, err = c.do(ctx, "POST", "/api/accounts", "", map[string]string{"email": email, "password": password}, &s)
+	return s.UserID, s.Token, err
+}
+
+// verify confirms an account's email with the token of its link, signed
+// in as it, and returns the session token that says verified.
+func (c *client) verify(ctx context.Context, link, token string) (string, error) {
+	var s struct {
+		Token string `json:"token"`
+	}
+	if _, err := c.do(ctx, "POST", "/api/accounts/verify", token, map[string]string{"token": link}, &s); err != nil {
+		return "", err
+	}
+	if s.Token == "" {
+		return "", errors.New("loadtest: verified, but no session came back")
+	}
+	return s.Token, nil
+}
+
 // createSale creates a sale from a spec such as
 // "total=1000,limit=2,price=100,start=0s,duration=1h,ticket=1,pow=8"
 // (start: delay from now; ticket=1: buys need a ticket; pow: its proof of

@@ -28,6 +28,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/identity/mailbox"
 	"github.com/seckill/seckill/tickets"
 )
 
@@ -40,8 +41,15 @@ type Options struct {
 
 	Users     int
 	JWTSecret string // mint tokens offline; empty: POST /api/session per user
-	Qty       int64
-	Retries   float64 // share of requests that resend an earlier request_id
+	// Accounts signs each user up as a built-in account through the API
+	// (POST /api/accounts), reads the verification mail that the server
+	// sends to Mailbox, confirms it (POST /api/accounts/verify) and buys
+	// with the verified session: what a sale for verified shoppers costs
+	// to enter. The server's sign-up limit must allow as many.
+	Accounts bool
+	Mailbox  *mailbox.Mailbox
+	Qty      int64
+	Retries  float64 // share of requests that resend an earlier request_id
 
 	Concurrency int           // closed loop workers
 	Rate        float64       // open loop requests/s; > 0 selects open loop
@@ -409,6 +417,9 @@ func (r *run) makeUsers(ctx context.Context) ([]user, error) {
 	for i := range users {
 		users[i].id = fmt.Sprintf("lt_%s_%d", r.id, i)
 	}
+	if r.o.Accounts {
+		return r.signUpUsers(ctx, users)
+	}
 	if r.o.JWTSecret != "" {
 		for i := range users {
 			tok, err := mintToken(r.o.JWTSecret, users[i].id)
@@ -419,6 +430,15 @@ func (r *run) makeUsers(ctx context.Context) ([]user, error) {
 		}
 		return users, nil
 	}
+	return users, eachUser(users, func(u *user) (err error) {
+		u.id, u.token, err = r.c.session(ctx, u.id)
+		return err
+	})
+}
+
+// eachUser runs fn on every user, 32 at a time, as so many shoppers
+// signing in at once would.
+func eachUser(users []user, fn func(u *user) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(users))
 	sem := make(chan struct{}, 32)
@@ -426,11 +446,37 @@ func (r *run) makeUsers(ctx context.Context) ([]user, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			users[i].id, users[i].token, errs[i] = r.c.session(ctx, users[i].id)
+			errs[i] = fn(&users[i])
 		})
 	}
 	wg.Wait()
-	return users, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// signUpUsers opens an account for each user and confirms its email by
+// the link the server mailed.
+func (r *run) signUpUsers(ctx context.Context, users []user) ([]user, error) {
+	if r.o.Mailbox == nil {
+		return nil, errors.New("loadtest: accounts need a mailbox to read the verification mail from")
+	}
+	return users, eachUser(users, func(u *user) error {
+		email := strings.ReplaceAll(u.id, "_", "-") + "@loadtest.example"
+		id, tok, err := r.c.signUp(ctx, email, "loadtest password "+r.id)
+		if err != nil {
+			return err
+		}
+		mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		link, err := r.o.Mailbox.Token(mctx, email, 1)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if tok, err = r.c.verify(ctx, link, tok); err != nil {
+			return err
+		}
+		u.id, u.token = id, tok
+		return nil
+	})
 }
 
 // next picks what to send: usually a fresh request_id for a random user,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/identity/mailbox"
 	"github.com/seckill/seckill/system/servertest"
 )
 
@@ -93,6 +94,32 @@ func TestSignInWithoutSecret(t *testing.T) {
 	})
 	if err != nil || rep.Accepted == 0 {
 		t.Fatalf("%v, %+v", err, rep)
+	}
+}
+
+// TestVerifiedAccounts: the load tool signs its users up as accounts,
+// confirms each by the link mailed to its own mailbox, and buys on a sale
+// for verified shoppers only; the audit passes.
+func TestVerifiedAccounts(t *testing.T) {
+	mb, err := mailbox.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	env := servertest.New(t, "SECKILL_IDENTITY=accounts", "SECKILL_SMTP_ADDR="+mb.Addr, "SECKILL_RATE_SIGNUP_PER_IP=0")
+	srv := env.Server(t, nil)
+	url := servertest.HTTP(t, srv.Handler()).URL
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 30, Limit: 1, VerifiedOnly: true})
+	rep, err := loadtest.Run(context.Background(), loadtest.Options{
+		// 400 requests over 20 users: each is picked (all but surely) and
+		// buys its one unit.
+		URL: url, AdminToken: servertest.AdminToken, Users: 20, Qty: 1, Concurrency: 4, Requests: 400,
+		SaleID: sale.ID, Accounts: true, Mailbox: mb,
+	})
+	var b strings.Builder
+	rep.Print(&b)
+	if err != nil || rep.Accepted != 20 || rep.Outcomes["not_eligible"] != 0 || !rep.Audit.Passed {
+		t.Fatalf("accounts run: %v\n%s", err, b.String())
 	}
 }
 
