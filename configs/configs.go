@@ -412,6 +412,9 @@ func (c *Config) checkIdentity(bad func(setting, format string, args ...any)) {
 		bad("identity", "production refuses guest sign-ins: each one is a new user, so the per-user cap binds nothing. "+
 			"Name the shop's sign-in (oidc, accounts), or set SECKILL_ALLOW_GUEST=true to accept that")
 	}
+	if c.PublicURL == "" && c.Production() && (c.HasIdentity(SourceOIDC) || c.HasIdentity(SourceAccounts)) {
+		bad("public_url", "required in production with oidc or accounts: the verification links, the passkeys and the provider's callback name it")
+	}
 	if c.PublicURL == "" {
 		host, port, _ := net.SplitHostPort(c.HTTPAddr)
 		if host == "" || host == "127.0.0.1" || host == "::1" || host == "0.0.0.0" || host == "::" {

@@ -108,10 +108,18 @@ func TestIdentityDefaults(t *testing.T) {
 	if _, err := configs.Load(append(prod, "SECKILL_IDENTITY=accounts")); err == nil || !strings.Contains(err.Error(), "SECKILL_SMTP_ADDR") {
 		t.Errorf("production accounts without SMTP: %v", err)
 	}
-	c, err = configs.Load(append(prod, "SECKILL_IDENTITY=accounts,oidc", "SECKILL_SMTP_ADDR=mail:25",
-		"SECKILL_OIDC_ISSUER=https://id.example", "SECKILL_OIDC_CLIENT_ID=seckill", "SECKILL_HTTP_ADDR=0.0.0.0:9000"))
-	if err != nil || fmt.Sprint(c.IdentitySources()) != "[oidc accounts]" || c.PublicURL != "http://localhost:9000" {
-		t.Errorf("production accounts and oidc: %v %v %q", err, c.IdentitySources(), c.PublicURL)
+	named := append(prod, "SECKILL_IDENTITY=accounts,oidc", "SECKILL_SMTP_ADDR=mail:25",
+		"SECKILL_OIDC_ISSUER=https://id.example", "SECKILL_OIDC_CLIENT_ID=seckill")
+	if _, err := configs.Load(named); err == nil || !strings.Contains(err.Error(), "SECKILL_PUBLIC_URL") {
+		t.Errorf("production accounts and oidc without a public URL: %v", err)
+	}
+	c, err = configs.Load(append(named, "SECKILL_PUBLIC_URL=https://shop.example"))
+	if err != nil || fmt.Sprint(c.IdentitySources()) != "[oidc accounts]" {
+		t.Errorf("production accounts and oidc: %v %v", err, c.IdentitySources())
+	}
+	c, err = configs.Load([]string{"SECKILL_HTTP_ADDR=0.0.0.0:9000"})
+	if err != nil || c.PublicURL != "http://localhost:9000" {
+		t.Errorf("development public URL: %v %q", err, c.PublicURL)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -207,7 +208,7 @@ func (a *Accounts) SignIn(ctx context.Context, email, password string) (sessions
 	acc, err := a.store.AccountByEmail(ctx, norm)
 	hash := acc.PasswordHash
 	switch {
-	case err == seckill.ErrNoAccount:
+	case errors.Is(err, seckill.ErrNoAccount):
 		hash = a.decoy
 	case err != nil:
 		return sessions.User{}, err

@@ -20,10 +20,19 @@ import (
 // key ids costs the provider one request in that time, not one each.
 const refetchEvery = 10 * time.Second
 
+// keysMaxAge is how long a fetched key set is trusted: then it is fetched
+// again at the next token, so a key the provider retired stops working
+// within that time (if the fetch fails, the set known stays).
+const keysMaxAge = time.Hour
+
+// fetchTimeout bounds one fetch of the key set.
+const fetchTimeout = 5 * time.Second
+
 // keySet is the provider's signing keys (its JWKS), an oidc.KeySet. A
 // token whose key id is unknown has the set fetched again (the provider
-// rotated its keys), at most every refetchEvery; if the provider cannot be
-// reached, the keys already known keep working.
+// rotated its keys), at most every refetchEvery; so does the first token
+// after keysMaxAge. If the provider cannot be reached, the keys already
+// known keep working.
 type keySet struct {
 	url    string
 	client *http.Client
@@ -31,6 +40,7 @@ type keySet struct {
 
 	mu      sync.RWMutex
 	keys    []jose.JSONWebKey
+	fetched time.Time // when keys were fetched
 	tried   time.Time // the last fetch
 	lastErr error     // its failure, or nil
 
@@ -63,8 +73,17 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 		return nil, errors.New("identity: one signature expected")
 	}
 	kid := jws.Signatures[0].Header.KeyID
-	if payload, ok := k.check(jws, kid); ok {
+	if k.stale() {
+		_ = k.refresh(ctx) // the keys known serve meanwhile
+	}
+	payload, ok, known := k.check(jws, kid)
+	switch {
+	case ok:
 		return payload, nil
+	case known:
+		// A key of that id is known and did not sign it: forged or
+		// tampered, whatever the provider says now.
+		return nil, errBadSignature
 	}
 	if err := k.refresh(ctx); err != nil {
 		if r, ok := ctx.Value(fetchResultKey{}).(*fetchResult); ok {
@@ -72,15 +91,18 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 		}
 		return nil, err
 	}
-	if payload, ok := k.check(jws, kid); ok {
+	if payload, ok, _ := k.check(jws, kid); ok {
 		return payload, nil
 	}
-	return nil, errors.New("identity: no key of the provider signed this token")
+	return nil, errBadSignature
 }
 
+var errBadSignature = errors.New("identity: no key of the provider signed this token")
+
 // check verifies jws with the known keys of id kid (all, when the token
-// names none).
-func (k *keySet) check(jws *jose.JSONWebSignature, kid string) ([]byte, bool) {
+// names none); known is whether a key of that id (or any key, for a token
+// naming none) is known at all.
+func (k *keySet) check(jws *jose.JSONWebSignature, kid string) (payload []byte, ok, known bool) {
 	k.mu.RLock()
 	keys := k.keys
 	k.mu.RUnlock()
@@ -88,11 +110,19 @@ func (k *keySet) check(jws *jose.JSONWebSignature, kid string) ([]byte, bool) {
 		if kid != "" && keys[i].KeyID != kid {
 			continue
 		}
+		known = true
 		if payload, err := jws.Verify(&keys[i]); err == nil {
-			return payload, true
+			return payload, true, true
 		}
 	}
-	return nil, false
+	return nil, false, known && kid != ""
+}
+
+// stale reports whether the keys were fetched longer than keysMaxAge ago.
+func (k *keySet) stale() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return !k.fetched.IsZero() && k.now().Sub(k.fetched) > keysMaxAge
 }
 
 // refresh fetches the key set again unless that was tried within
@@ -112,12 +142,17 @@ func (k *keySet) refresh(ctx context.Context) error {
 	defer k.mu.Unlock()
 	k.tried, k.lastErr = now, err
 	if err == nil {
-		k.keys = keys
+		k.keys, k.fetched = keys, now
 	}
 	return err
 }
 
+// fetch reads the key set. It does not end with the request that asked
+// (a client that goes away must not make the next tokens wait 10 s), only
+// with its own timeout.
 func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -24,49 +25,56 @@ type SMTP struct {
 
 // Send delivers one mail, within ctx's deadline or 10 s.
 func (m SMTP) Send(ctx context.Context, to, subject, body string) error {
+	if err := m.send(ctx, to, subject, body); err != nil {
+		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+	}
+	return nil
+}
+
+func (m SMTP) send(ctx context.Context, to, subject, body string) error {
+	from, err := mail.ParseAddress(m.From)
+	if err != nil {
+		return fmt.Errorf("smtp_from %q: %w", m.From, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", m.Addr)
 	if err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+		_ = conn.SetDeadline(dl)
 	}
 	host, _, _ := net.SplitHostPort(m.Addr)
 	c, err := smtp.NewClient(conn, host)
 	if err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	defer c.Close()
 	if ok, _ := c.Extension("STARTTLS"); ok {
-		if err := c.StartTLS(nil); err != nil {
-			return fmt.Errorf("identity: smtp %s: starttls: %w", m.Addr, err)
+		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}); err != nil {
+			return fmt.Errorf("starttls: %w", err)
 		}
 	}
-	from, err := mail.ParseAddress(m.From)
-	if err != nil {
-		return fmt.Errorf("identity: smtp_from %q: %w", m.From, err)
-	}
 	if err := c.Mail(from.Address); err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	if err := c.Rcpt(to); err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	w, err := c.Data()
 	if err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	msg := "From: " + from.String() + "\r\nTo: " + to + "\r\nSubject: " + subject +
 		"\r\nDate: " + time.Now().UTC().Format(time.RFC1123Z) +
 		"\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + body
 	if _, err := w.Write([]byte(msg)); err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("identity: smtp %s: %w", m.Addr, err)
+		return err
 	}
 	return c.Quit()
 }

@@ -133,7 +133,7 @@ func (o *OIDC) verify(ctx context.Context, v *oidc.IDTokenVerifier, raw, nonce s
 	if err := tok.Claims(&cl); err != nil {
 		return sessions.User{}, time.Time{}, sessions.ErrBadToken
 	}
-	u := sessions.User{ID: UserID(tok.Issuer, tok.Subject), Name: displayName(cl.Name, cl.Username, cl.Email), Verified: cl.EmailVerified == true}
+	u := sessions.User{ID: UserID(tok.Issuer, tok.Subject), Name: displayName(cl.Name, cl.Username, cl.Email), Verified: cl.EmailVerified == true || cl.EmailVerified == "true"}
 	if !tok.IssuedAt.IsZero() {
 		u.IssuedAt = tok.IssuedAt.Unix()
 	}

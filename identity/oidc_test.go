@@ -175,10 +175,32 @@ func TestTokenBattery(t *testing.T) {
 			t.Errorf("known key %s while the key set is down: %s", k.ID, code)
 		}
 	}
+	if _, code := verify(tamper(p.Sign(t, k2, p.Claims("dave")))); code != seckill.CodeUnauthenticated {
+		t.Errorf("a tampered token of a known key while the key set is down: %s, want unauthenticated", code)
+	}
 	p.SetDown(false)
 	clk.Add(11 * time.Second)
 	if _, code := verify(p.Sign(t, k3, good)); code != seckill.CodeOK {
 		t.Errorf("new key once the key set is back: %s", code)
+	}
+
+	// The provider retires k2: its tokens stop working once the set is
+	// an hour old and fetched again.
+	p.Retire(k2)
+	if _, code := verify(p.Sign(t, k2, p.Claims("erin"))); code != seckill.CodeOK {
+		t.Errorf("a retired key before the set is stale: %s (kept until then)", code)
+	}
+	clk.Add(61 * time.Minute)
+	later := func(sub string) map[string]any { // claims valid on the test clock
+		c := p.Claims(sub)
+		c["iat"], c["nbf"], c["exp"] = clk.Now().Unix(), clk.Now().Unix(), clk.Now().Add(time.Hour).Unix()
+		return c
+	}
+	if _, code := verify(p.Sign(t, k2, later("frank"))); code != seckill.CodeUnauthenticated {
+		t.Errorf("a retired key after an hour: %s, want unauthenticated", code)
+	}
+	if _, code := verify(p.Sign(t, k3, later("frank"))); code != seckill.CodeOK {
+		t.Errorf("a key still published after an hour: %s", code)
 	}
 }
 
@@ -194,13 +216,14 @@ func tamper(raw string) string {
 	return string(b)
 }
 
-// TestEmailVerifiedMakesVerified: email_verified true (a JSON boolean)
-// makes the identity verified; false, missing or anything else does not
-// (and does not refuse the token).
+// TestEmailVerifiedMakesVerified: email_verified true (a JSON boolean,
+// or the string "true" as some providers send it) makes the identity
+// verified; false, missing or anything else does not (and does not refuse
+// the token).
 func TestEmailVerifiedMakesVerified(t *testing.T) {
 	p := identitytest.NewProvider(t)
 	o := newOIDC(t, p, &clock{t: time.Now()})
-	for v, want := range map[any]bool{true: true, false: false, "true": false, nil: false} {
+	for v, want := range map[any]bool{true: true, false: false, "true": true, "yes": false, 1: false, nil: false} {
 		c := p.Claims("erin")
 		if v == nil {
 			delete(c, "email_verified")

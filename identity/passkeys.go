@@ -92,9 +92,13 @@ func (p *Passkeys) user(ctx context.Context, id string) (passkeyUser, error) {
 	return u, nil
 }
 
-// ErrNotAccount is a passkey registration by a shopper who is not signed
-// in with a built-in account.
-var ErrNotAccount = seckill.Errorf(seckill.CodeForbidden, "Passkeys are for built-in accounts: sign in with your email and password first.")
+// Refusals of a passkey registration: not a built-in account, or one
+// whose email is not confirmed yet (else whoever signed up with someone
+// else's address would keep a way in once its owner confirms it).
+var (
+	ErrNotAccount  = seckill.Errorf(seckill.CodeForbidden, "Passkeys are for built-in accounts: sign in with your email and password first.")
+	errNotVerified = seckill.Errorf(seckill.CodeForbidden, "Confirm your email first (the link we sent), then add a passkey.")
+)
 
 // errPasskey is a passkey answer that does not check out.
 var errPasskey = seckill.Errorf(seckill.CodeUnauthenticated, "The passkey could not be checked; try again.")
@@ -108,6 +112,9 @@ func (p *Passkeys) BeginRegistration(ctx context.Context, userID string) (*proto
 	u, err := p.user(ctx, userID)
 	if err != nil {
 		return nil, "", err
+	}
+	if !u.acc.Verified() {
+		return nil, "", errNotVerified
 	}
 	creation, sess, err := p.wa.BeginRegistration(u,
 		webauthn.WithExclusions(webauthn.Credentials(u.creds).CredentialDescriptors()),
@@ -179,7 +186,8 @@ func (p *Passkeys) FinishLogin(ctx context.Context, ceremony string, body []byte
 	if lookupErr != nil && seckill.CodeOf(lookupErr) == seckill.CodeUnavailable {
 		return sessions.User{}, lookupErr
 	}
-	if err != nil {
+	if err != nil || cred.Authenticator.CloneWarning {
+		// A signature counter that went back: the passkey was copied.
 		return sessions.User{}, errPasskey
 	}
 	u := wu.(passkeyUser)

@@ -30,8 +30,11 @@ func NewPending(rdb redis.UniversalClient, prefix string) *Pending {
 // already finished.
 var errNoPending = seckill.Errorf(seckill.CodeUnauthenticated, "This sign-in has expired or was finished already; start again.")
 
+// key names the record of a sign-in of kind: <prefix>:signin:<kind>:<id>.
+func (p *Pending) key(kind, id string) string { return p.prefix + kind + ":" + id }
+
 func (p *Pending) put(ctx context.Context, kind, id string, v []byte, ttl time.Duration) error {
-	if err := p.rdb.Set(ctx, p.prefix+kind+":"+id, v, ttl).Err(); err != nil {
+	if err := p.rdb.Set(ctx, p.key(kind, id), v, ttl).Err(); err != nil {
 		return fmt.Errorf("identity: keep a sign-in: %w: %w", seckill.ErrUnavailable, err)
 	}
 	return nil
@@ -41,7 +44,7 @@ func (p *Pending) take(ctx context.Context, kind, id string) ([]byte, error) {
 	if id == "" || len(id) > 128 {
 		return nil, errNoPending
 	}
-	v, err := p.rdb.GetDel(ctx, p.prefix+kind+":"+id).Bytes()
+	v, err := p.rdb.GetDel(ctx, p.key(kind, id)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, errNoPending

@@ -27,18 +27,32 @@ func (r accountRow) account() seckill.Account {
 
 const accountColumns = `id, email, password_hash, verified_at, created_at`
 
+const (
+	insertAccount      = `INSERT INTO accounts (` + accountColumns + `) VALUES (?, ?, ?, ?, ?)`
+	insertAccountToken = `INSERT INTO account_tokens (token_hash, account_id, expires_at) VALUES (?, ?, ?)`
+	selectAccount      = `SELECT ` + accountColumns + ` FROM accounts WHERE `
+	selectAccountToken = `SELECT account_id, expires_at, used_at FROM account_tokens WHERE token_hash = ?`
+	spendAccountToken  = `UPDATE account_tokens SET used_at = ? WHERE token_hash = ?`
+	verifyAccount      = `UPDATE accounts SET verified_at = ? WHERE id = ?`
+	insertPasskey      = `INSERT INTO passkeys (id, account_id, credential, created_at) VALUES (?, ?, ?, ?)`
+	selectPasskeys     = `SELECT credential FROM passkeys WHERE account_id = ? ORDER BY created_at, id`
+	updatePasskey      = `UPDATE passkeys SET credential = ? WHERE id = ? AND account_id = ?`
+)
+
+// ErrPasskeyTaken is a passkey registered already.
+var ErrPasskeyTaken = seckill.Errorf(seckill.CodeInvalid, "This passkey is registered already.")
+
 // CreateAccount stores a new account with its first verification token
 // (by its hash, good until expires): seckill.ErrEmailTaken if its email
 // has one already.
 func (s *Store) CreateAccount(ctx context.Context, a seckill.Account, tokenHash string, expires time.Time) error {
 	return s.InTx(ctx, func(tx *Store) error {
-		res, err := tx.exec.ExecContext(ctx, `INSERT INTO accounts (`+accountColumns+`) VALUES (?, ?, ?, ?, ?)`+tx.dialect.skipDuplicates,
-			a.ID, a.Email, a.PasswordHash, a.VerifiedAt, a.CreatedAt.UTC())
-		if err != nil {
-			return failed("create account", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		_, err := tx.exec.ExecContext(ctx, insertAccount, a.ID, a.Email, a.PasswordHash, a.VerifiedAt, a.CreatedAt.UTC())
+		switch {
+		case Duplicate(err):
 			return seckill.ErrEmailTaken
+		case err != nil:
+			return failed("create account", err)
 		}
 		return tx.AddAccountToken(ctx, a.ID, tokenHash, expires)
 	})
@@ -46,8 +60,7 @@ func (s *Store) CreateAccount(ctx context.Context, a seckill.Account, tokenHash 
 
 // AddAccountToken stores another verification token of an account.
 func (s *Store) AddAccountToken(ctx context.Context, account, tokenHash string, expires time.Time) error {
-	_, err := s.exec.ExecContext(ctx, `INSERT INTO account_tokens (token_hash, account_id, expires_at) VALUES (?, ?, ?)`,
-		tokenHash, account, expires.UTC())
+	_, err := s.exec.ExecContext(ctx, insertAccountToken, tokenHash, account, expires.UTC())
 	if err != nil {
 		return failed("add account token", err)
 	}
@@ -57,12 +70,12 @@ func (s *Store) AddAccountToken(ctx context.Context, account, tokenHash string, 
 // AccountByEmail returns the account of a normalised email, or
 // seckill.ErrNoAccount.
 func (s *Store) AccountByEmail(ctx context.Context, email string) (seckill.Account, error) {
-	return s.getAccount(ctx, `SELECT `+accountColumns+` FROM accounts WHERE email = ?`, email)
+	return s.getAccount(ctx, selectAccount+`email = ?`, email)
 }
 
 // Account returns the account of a user id, or seckill.ErrNoAccount.
 func (s *Store) Account(ctx context.Context, id string) (seckill.Account, error) {
-	return s.getAccount(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = ?`, id)
+	return s.getAccount(ctx, selectAccount+`id = ?`, id)
 }
 
 func (s *Store) getAccount(ctx context.Context, query string, arg any) (seckill.Account, error) {
@@ -89,7 +102,7 @@ func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.
 			Expires time.Time  `db:"expires_at"`
 			Used    *time.Time `db:"used_at"`
 		}
-		err := sqlx.GetContext(ctx, tx.exec, &t, `SELECT account_id, expires_at, used_at FROM account_tokens WHERE token_hash = ?`+tx.dialect.lockRow, tokenHash)
+		err := sqlx.GetContext(ctx, tx.exec, &t, selectAccountToken+tx.dialect.lockRow, tokenHash)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return seckill.ErrVerifyLink
@@ -105,11 +118,11 @@ func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.
 			return err
 		}
 		at := now.UTC().Truncate(time.Millisecond)
-		if _, err := tx.exec.ExecContext(ctx, `UPDATE account_tokens SET used_at = ? WHERE token_hash = ?`, at, tokenHash); err != nil {
+		if _, err := tx.exec.ExecContext(ctx, spendAccountToken, at, tokenHash); err != nil {
 			return failed("spend account token", err)
 		}
 		if a.VerifiedAt == nil {
-			if _, err := tx.exec.ExecContext(ctx, `UPDATE accounts SET verified_at = ? WHERE id = ?`, at, a.ID); err != nil {
+			if _, err := tx.exec.ExecContext(ctx, verifyAccount, at, a.ID); err != nil {
 				return failed("verify account", err)
 			}
 			a.VerifiedAt = &at
@@ -122,8 +135,10 @@ func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.
 // AddPasskey stores a passkey of an account: its credential id (base64url)
 // and the credential as go-webauthn keeps it.
 func (s *Store) AddPasskey(ctx context.Context, account, id string, credential []byte, now time.Time) error {
-	_, err := s.exec.ExecContext(ctx, `INSERT INTO passkeys (id, account_id, credential, created_at) VALUES (?, ?, ?, ?)`,
-		id, account, string(credential), now.UTC())
+	_, err := s.exec.ExecContext(ctx, insertPasskey, id, account, string(credential), now.UTC())
+	if Duplicate(err) {
+		return ErrPasskeyTaken
+	}
 	if err != nil {
 		return failed("add passkey", err)
 	}
@@ -133,7 +148,7 @@ func (s *Store) AddPasskey(ctx context.Context, account, id string, credential [
 // Passkeys returns an account's passkeys' credentials.
 func (s *Store) Passkeys(ctx context.Context, account string) ([][]byte, error) {
 	var rows []string
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, `SELECT credential FROM passkeys WHERE account_id = ? ORDER BY created_at, id`, account); err != nil {
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectPasskeys, account); err != nil {
 		return nil, failed("read passkeys", err)
 	}
 	out := make([][]byte, len(rows))
@@ -146,12 +161,12 @@ func (s *Store) Passkeys(ctx context.Context, account string) ([][]byte, error) 
 // UpdatePasskey replaces the credential of a passkey of an account (its
 // signature counter moved).
 func (s *Store) UpdatePasskey(ctx context.Context, account, id string, credential []byte) error {
-	res, err := s.exec.ExecContext(ctx, `UPDATE passkeys SET credential = ? WHERE id = ? AND account_id = ?`, string(credential), id, account)
+	res, err := s.exec.ExecContext(ctx, updatePasskey, string(credential), id, account)
 	if err != nil {
 		return failed("update passkey", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("orders: passkey %s of %s: %w", id, account, seckill.ErrNoAccount)
+		return fmt.Errorf("orders: passkey %s of %s is gone", id, account)
 	}
 	return nil
 }

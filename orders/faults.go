@@ -83,3 +83,14 @@ func Refused(err error) bool {
 	}
 	return false
 }
+
+// Duplicate reports whether the ledger refused a row because its primary
+// or a unique key is taken.
+func Duplicate(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}

@@ -177,11 +177,14 @@ func (s *Service) Rules(ctx context.Context, id int64) (seckill.Stock, error) {
 }
 
 // Eligible refuses a shopper whose identity is not verified on a sale
-// that is verified_only (seckill.ErrNotEligible); the sale's settings as
-// of a second ago at most. A sale it cannot read is left to the buy to
-// answer.
+// that is verified_only (seckill.ErrNotEligible), on the sale's settings
+// as of a second ago at most; a sale it cannot read is refused with why.
 func (s *Service) Eligible(ctx context.Context, id int64) error {
-	if st, err := s.rules.get(ctx, id); err == nil && st.VerifiedOnly {
+	st, err := s.rules.get(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case st.VerifiedOnly:
 		return seckill.ErrNotEligible
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/identity"
+	"github.com/seckill/seckill/sessions"
 )
 
 type buyRequest struct {
@@ -87,7 +89,7 @@ func (s *Server) buy(c *gin.Context) {
 	}
 	u := currentUser(c)
 	if !u.Verified {
-		if err := s.Sales.Eligible(c.Request.Context(), id); err != nil {
+		if err := s.eligible(c, id, u); err != nil {
 			s.refuse(c, id, err)
 			return
 		}
@@ -106,6 +108,20 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	writeBought(c, buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)})
+}
+
+// eligible checks an unverified shopper against the sale's verified_only.
+// An account's session says what it was at sign-in: one refused is looked
+// at again, so an email confirmed on another device counts at once.
+func (s *Server) eligible(c *gin.Context, sale int64, u sessions.User) error {
+	err := s.Sales.Eligible(c.Request.Context(), sale)
+	if err != seckill.ErrNotEligible || s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
+		return err
+	}
+	if fresh, ferr := s.Identity.Accounts.User(c.Request.Context(), u.ID); ferr == nil && fresh.Verified {
+		return nil
+	}
+	return err
 }
 
 // writeBought answers an accepted buy, its JSON written by hand: order ids

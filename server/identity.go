@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -59,6 +61,8 @@ var (
 	errNoAccounts = seckill.Errorf(seckill.CodeForbidden, "This shop has no built-in accounts.")
 	errNoOIDC     = seckill.Errorf(seckill.CodeNotFound, "This shop signs in without an OpenID Connect provider.")
 	errSessionMix = invalid("Sign in with a name (guest) or with email and password, not both.")
+	// errResendNotAccount asks for a verification mail without an account.
+	errResendNotAccount = seckill.Errorf(seckill.CodeForbidden, "Only a built-in account has an email to confirm: sign in with yours.")
 )
 
 // identityRoutes adds the sign-in routes.
@@ -129,7 +133,11 @@ func (s *Server) passwordSession(c *gin.Context, email, password string) {
 		abort(c, errNoAccounts)
 		return
 	}
+	// Per address, and per account against guessing from many addresses.
 	if !s.throttle(c, s.signins, "sign-in attempts") {
+		return
+	}
+	if norm, err := identity.NormalizeEmail(email); err == nil && !s.throttleKey(c, s.signins, "account:"+norm, "sign-in attempts for this account") {
 		return
 	}
 	u, err := s.Identity.Accounts.SignIn(c.Request.Context(), email, password)
@@ -142,12 +150,10 @@ func (s *Server) passwordSession(c *gin.Context, email, password string) {
 
 // signIn gives u a session: the token in the answer and in the cookie.
 func (s *Server) signIn(c *gin.Context, status int, u sessions.User, extra ...gin.H) {
-	tok, exp, err := s.Shoppers.Mint(u)
-	if err != nil {
-		abort(c, err)
+	tok, exp, ok := s.startSession(c, u)
+	if !ok {
 		return
 	}
-	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
 	body := gin.H{"user_id": u.ID, "name": u.Name, "verified": u.Verified, "token": tok, "expires_at": exp.UTC().Format(time.RFC3339)}
 	for _, e := range extra {
 		for k, v := range e {
@@ -157,14 +163,31 @@ func (s *Server) signIn(c *gin.Context, status int, u sessions.User, extra ...gi
 	c.JSON(status, body)
 }
 
-// throttle takes a turn of the per-IP limiter l (nil: no limit), or
-// answers 429 saying when to retry.
+// startSession mints u's session token and sets the cookie; false means
+// it answered the failure.
+func (s *Server) startSession(c *gin.Context, u sessions.User) (string, time.Time, bool) {
+	tok, exp, err := s.Shoppers.Mint(u)
+	if err != nil {
+		abort(c, err)
+		return "", time.Time{}, false
+	}
+	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
+	return tok, exp, true
+}
+
+// throttle takes a turn of the limiter l (nil: no limit) for the client's
+// address, or answers 429 saying when to retry.
 func (s *Server) throttle(c *gin.Context, l *limiter, what string) bool {
+	return s.throttleKey(c, l, clientNet(c.ClientIP()), what)
+}
+
+// throttleKey takes a turn of l for key.
+func (s *Server) throttleKey(c *gin.Context, l *limiter, key, what string) bool {
 	if l == nil {
 		return true
 	}
 	now := s.Now()
-	r := l.reserve(c.ClientIP(), now)
+	r := l.reserve(key, now)
 	wait := r.DelayFrom(now)
 	if wait == 0 {
 		return true
@@ -246,7 +269,7 @@ func (s *Server) verifyAccount(c *gin.Context) {
 func (s *Server) resendVerification(c *gin.Context) {
 	u := currentUser(c)
 	if s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
-		abort(c, identity.ErrNotAccount)
+		abort(c, errResendNotAccount)
 		return
 	}
 	if !s.throttle(c, s.signups, "verification mails") {
@@ -275,6 +298,9 @@ func (s *Server) needPasskeys(c *gin.Context) {
 // finish takes the credential as PublicKeyCredential.toJSON writes it.
 
 func (s *Server) beginPasskeyRegistration(c *gin.Context) {
+	if !s.throttle(c, s.signins, "passkey attempts") {
+		return
+	}
 	opts, ceremony, err := s.Identity.Passkeys.BeginRegistration(c.Request.Context(), currentUser(c).ID)
 	s.beginCeremony(c, opts, ceremony, err)
 }
@@ -292,6 +318,9 @@ func (s *Server) finishPasskeyRegistration(c *gin.Context) {
 }
 
 func (s *Server) beginPasskeyLogin(c *gin.Context) {
+	if !s.throttle(c, s.signins, "sign-in attempts") {
+		return
+	}
 	opts, ceremony, err := s.Identity.Passkeys.BeginLogin(c.Request.Context())
 	s.beginCeremony(c, opts, ceremony, err)
 }
@@ -338,6 +367,9 @@ func (s *Server) oidcLogin(c *gin.Context) {
 		abort(c, errNoOIDC)
 		return
 	}
+	if !s.throttle(c, s.signins, "sign-in attempts") {
+		return
+	}
 	next := c.Query("next")
 	if !localPath(next) {
 		next = "/"
@@ -349,7 +381,7 @@ func (s *Server) oidcLogin(c *gin.Context) {
 	}
 	// Lax: the provider's redirect back is a top-level navigation.
 	s.setCookie(c, oidcCookie, l.State, s.Now().Add(identity.LoginTTL), http.SameSiteLaxMode)
-	c.Redirect(http.StatusFound, to)
+	c.Redirect(http.StatusFound, to) // the provider's URL
 }
 
 // errLoginState is a callback that this browser did not start (a forged
@@ -364,47 +396,75 @@ func (s *Server) oidcCallback(c *gin.Context) {
 		abort(c, errNoOIDC)
 		return
 	}
+	u, next, err := s.finishOIDC(c)
+	if err != nil {
+		// A browser goes back to the shopper page, which says why; anything
+		// else gets the error body.
+		if strings.Contains(c.GetHeader("Accept"), "text/html") {
+			redirect(c, "/?signin_error="+url.QueryEscape(answerFor(c, err).message)+"#/orders")
+			return
+		}
+		abort(c, err)
+		return
+	}
+	if _, _, ok := s.startSession(c, u); ok {
+		redirect(c, next)
+	}
+}
+
+// finishOIDC checks the callback and exchanges its code: the user, and
+// where the browser goes next.
+func (s *Server) finishOIDC(c *gin.Context) (sessions.User, string, error) {
 	state := c.Query("state")
 	cookie, _ := c.Cookie(oidcCookie)
 	s.setCookie(c, oidcCookie, "", time.Time{}, http.SameSiteLaxMode)
 	if state == "" || cookie != state {
-		abort(c, errLoginState)
-		return
+		return sessions.User{}, "", errLoginState
 	}
 	ctx := c.Request.Context()
 	l, err := s.Identity.Pending.TakeLogin(ctx, state)
 	if err != nil {
-		abort(c, err)
-		return
+		return sessions.User{}, "", err
 	}
-	if e := c.Query("error"); e != "" {
-		abort(c, identity.ErrLoginFailed)
-		return
+	if c.Query("error") != "" {
+		return sessions.User{}, "", identity.ErrLoginFailed
 	}
 	u, err := s.Identity.OIDC.Finish(ctx, l, c.Query("code"))
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	tok, exp, err := s.Shoppers.Mint(u)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.setCookie(c, sessionCookie, tok, exp, http.SameSiteLaxMode)
-	c.Redirect(http.StatusFound, l.Next)
+	return u, l.Next, err
+}
+
+// redirect answers 302 to a path of this site, as given (http.Redirect
+// would clean it, and a cleaned "/./\\host" is another site).
+func redirect(c *gin.Context, to string) {
+	c.Header("Location", to)
+	c.Status(http.StatusFound)
 }
 
 // localPath reports whether next is a path on this site: "/…", not
-// "//host" or "/\host" (which browsers read as another host), with no
-// scheme, host or control characters.
+// "//host" (another host), no backslash anywhere (browsers read it as a
+// slash), no dot segments, scheme, host or control characters.
 func localPath(next string) bool {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > 512 {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") || len(next) > 512 {
 		return false
 	}
 	if strings.IndexFunc(next, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
 		return false
 	}
 	u, err := url.Parse(next)
-	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return false
+	}
+	clean := path.Clean(u.Path)
+	return u.Path == clean || u.Path == clean+"/"
+}
+
+// clientNet is what the sign-in limiters count by: the client's IPv4
+// address, or its IPv6 /64 (one subscriber's whole prefix).
+func clientNet(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Unmap().Is4() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }

@@ -283,6 +283,11 @@ func TestVerifiedOnlySale(t *testing.T) {
 	}
 	link := st.mb.Token(t, "new@example.com", 1)
 	verified := call(t, st.h, "POST", "/api/accounts/verify", map[string]any{"token": link}, bearer(unverified)).Body["token"].(string)
+	// The session from before the email was confirmed counts too (the
+	// account is looked at again), as does the one the link gave.
+	if r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "vo-"+servertest.Unique()), bearer(unverified)); r.Status != 200 {
+		t.Errorf("the session from before confirming: %v", r)
+	}
 	for name, tok := range map[string]string{"verified account": verified, "provider, verified": st.p.Sign(t, st.p.Key(), st.p.Claims("v"))} {
 		if r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "vo-"+servertest.Unique()), bearer(tok)); r.Status != 200 {
 			t.Errorf("%s: %v", name, r)
@@ -344,6 +349,10 @@ func TestProviderLoginFlow(t *testing.T) {
 	if r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc=someone-elses-state"); r.Status != 403 {
 		t.Errorf("callback with another state: %v", r)
 	}
+	// A browser is sent back to the shopper page, which shows why.
+	if r := call(t, st.h, "GET", callback, nil, "Accept: text/html"); r.Status != 302 || !strings.HasPrefix(r.Header.Get("Location"), "/?signin_error=") {
+		t.Errorf("a browser's refused callback: %v %s", r, r.Header.Get("Location"))
+	}
 	r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc="+cookie)
 	if r.Status != 302 || r.Header.Get("Location") != "/#/sales/7" {
 		t.Fatalf("callback: %v %s", r, r.Header.Get("Location"))
@@ -368,7 +377,8 @@ func TestProviderLoginFlow(t *testing.T) {
 		t.Errorf("a made-up code: %v", r)
 	}
 	// next elsewhere than this site becomes "/".
-	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "/ok\r\nSet-Cookie: x=1"} {
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "/./\\evil.example",
+		"/a/../\\evil.example", "/a/../b", "javascript:alert(1)", "/ok\r\nSet-Cookie: x=1"} {
 		_, cookie, callback := begin(next)
 		if r := call(t, st.h, "GET", callback, nil, "Cookie: sk_oidc="+cookie); r.Status != 302 || r.Header.Get("Location") != "/" {
 			t.Errorf("next %q: %v %s", next, r, r.Header.Get("Location"))

@@ -111,6 +111,14 @@ func (s *Shoppers) Verify(ctx context.Context, raw string) (User, error) {
 		var err error
 		if s.provider != nil && !sessionToken(raw) {
 			u, exp, err = s.provider.Verify(ctx, raw)
+			// A sign-out is kept for the TTL: a provider's token lives no
+			// longer here, whatever its exp.
+			if err == nil && (u.IssuedAt == 0 || now.Unix() > u.IssuedAt+int64(s.ttl/time.Second)) {
+				err = ErrExpired
+			}
+			if limit := time.Unix(u.IssuedAt, 0).Add(s.ttl); limit.Before(exp) {
+				exp = limit
+			}
 		} else {
 			u, exp, err = s.verify(raw)
 		}

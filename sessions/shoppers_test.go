@@ -19,7 +19,7 @@ func (p *countingProvider) Verify(_ context.Context, raw string) (sessions.User,
 	if raw != "provider-token" {
 		return sessions.User{}, time.Time{}, sessions.ErrBadToken
 	}
-	return sessions.User{ID: "o_someone", Name: "someone", Verified: true}, time.Now().Add(time.Hour), nil
+	return sessions.User{ID: "o_someone", Name: "someone", Verified: true, IssuedAt: time.Now().Unix()}, time.Now().Add(time.Hour), nil
 }
 
 func shoppers(t *testing.T) *sessions.Shoppers {

@@ -183,9 +183,10 @@ func (c *tokenCache) put(raw string, u User, exp time.Time) {
 // hs256Header is the header of every session token, as jwt writes it.
 var hs256Header = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "."
 
-// sessionToken reports whether raw has a session token's header; any other
-// token is a provider's (which refuses HS256, so a token signed HS256
-// with another header fails either way).
+// sessionToken reports whether raw is one for the HS256 check: a session
+// token's header, or any HS* algorithm (refused there unless HS256 with
+// the secret). Any other token is the provider's, which accepts only
+// RS256 and ES256.
 func sessionToken(raw string) bool {
 	if strings.HasPrefix(raw, hs256Header) {
 		return true

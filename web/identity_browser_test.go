@@ -101,6 +101,8 @@ func TestPasskeyInBrowser(t *testing.T) {
 	shopper.do("verify", chromedp.Navigate(base+"/verify?token="+link))
 	shopper.waitJS("verified", `document.querySelector("#verify h1")?.textContent === "Email confirmed" && document.querySelector(".badge.verified")`, 10*time.Second)
 	shopper.screenshot(dir, "account-verified.png")
+	shopper.do("to the sales", chromedp.Click(chromedp.CSS("#verify a.button")))
+	shopper.waitJS("the sales", `document.querySelector("#verify") === null && location.hash === "#/"`, 10*time.Second)
 	shopper.do("add a passkey", chromedp.Click(chromedp.CSS("#add-passkey")))
 	shopper.waitJS("passkey added", `document.querySelector("#add-passkey")?.textContent === "Passkey added"`, 10*time.Second)
 	shopper.do("sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin-passkey")))

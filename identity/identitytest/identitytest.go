@@ -132,6 +132,18 @@ func (p *Provider) Publish(k *Key) {
 	p.mu.Unlock()
 }
 
+// Retire drops k from the key set.
+func (p *Provider) Retire(k *Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, have := range p.keys {
+		if have == k {
+			p.keys = append(p.keys[:i], p.keys[i+1:]...)
+			return
+		}
+	}
+}
+
 func (p *Provider) jwks() jose.JSONWebKeySet {
 	p.mu.Lock()
 	defer p.mu.Unlock()

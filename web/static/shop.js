@@ -63,8 +63,9 @@ function signedIn(s) {
   renderWho();
 }
 
-// kindOf tells a user id's source by its prefix (API.md: "o_" the
-// provider's, "a_" an account's; anything else a guest's).
+// kindOf tells a user id's source by its prefix ("o_" the provider's, as
+// API.md derives it; "a_" a built-in account's, docs/api.md; anything else
+// a guest's).
 const kindOf = (id) => (id.startsWith("o_") ? "oidc" : id.startsWith("a_") ? "account" : "guest");
 
 async function signOut() {
@@ -127,6 +128,12 @@ function signInView(next) {
       el("label", {}, "Your name", name), submit));
   }
   if (parts.length === 1) parts.push(el("p", { class: "muted" }, "This shop offers no way to sign in yet."));
+  // A sign-in at the provider that failed comes back with the reason.
+  const failed = new URLSearchParams(location.search).get("signin_error");
+  if (failed) {
+    err.textContent = failed;
+    history.replaceState(null, "", "/" + location.hash);
+  }
   parts.push(err);
   v.show(el("div", { class: "card signin" }, parts));
   (document.querySelector("#email") || document.querySelector("#name"))?.focus();
@@ -138,17 +145,17 @@ async function verifyView() {
   const v = pg.begin();
   nav("");
   const token = new URLSearchParams(location.search).get("token") || "";
-  history.replaceState(null, "", "/#/"); // the token is spent either way: not kept in history
+  history.replaceState(null, "", "/"); // the token leaves the address bar and the history
+  const toSales = (label) => el("a", { class: "button primary", href: "#/", onclick: (ev) => { ev.preventDefault(); location.hash = "#/"; route(); } }, label);
   const box = el("div", { class: "card signin", id: "verify" }, el("h1", {}, "Confirm your email"), el("p", {}, "Checking the link…"));
   v.show(box);
   try {
     const s = await api("POST", "/api/accounts/verify", { token });
     if (s.token) signedIn(s);
     box.replaceChildren(el("h1", {}, "Email confirmed"), el("p", {}, "Thank you: ", userText(s.email), " is verified."),
-      el("a", { class: "button primary", href: "#/" }, "Go to the sales"));
+      toSales("Go to the sales"));
   } catch (e) {
-    box.replaceChildren(el("h1", {}, "Confirm your email"), el("p", { class: "err" }, e.message),
-      el("a", { class: "button", href: "#/" }, "Go to the sales"));
+    box.replaceChildren(el("h1", {}, "Confirm your email"), el("p", { class: "err" }, e.message), toSales("Go to the sales"));
   }
 }
 
