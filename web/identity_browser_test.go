@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ func identitySite(t *testing.T) (*servertest.Env, *server.Server, string, *ident
 // signs in at the provider, comes back signed in to the sale page and buys.
 func TestProviderSignInInBrowser(t *testing.T) {
 	env, srv, base, p, _ := identitySite(t)
+	env.StartPipeline(t) // my orders lists the ledger's
 	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 3, Limit: 1, PriceCents: 12900})
 	p.QueueUser("shopper-7", "grace@example.com", true)
 	dir := artifacts(t)
@@ -59,6 +61,11 @@ func TestProviderSignInInBrowser(t *testing.T) {
 	shopper.do("buy", chromedp.Click(chromedp.CSS("#buy")))
 	shopper.waitJS("bought", `document.querySelector("#result-title")?.textContent === "You got it!"`, 20*time.Second)
 	shopper.screenshot(dir, "oidc-bought.png")
+	shopper.do("my orders", chromedp.Navigate(base+"/#/orders"), chromedp.WaitVisible(chromedp.CSS("[data-order]")))
+	if got := shopper.text("[data-order] td"); !strings.HasPrefix(got, "Test sale") {
+		t.Errorf("my orders names the order's sale as %q, want the sale's name", got)
+	}
+	shopper.screenshot(dir, "oidc-orders.png")
 	orders, err := env.Inventory.Buyers(t.Context(), sale.ID)
 	if err != nil {
 		t.Fatal(err)

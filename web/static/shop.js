@@ -16,7 +16,7 @@ function renderWho() {
   const who = $("#who");
   if (!me) return who.replaceChildren();
   const extra = [];
-  if (me.kind === "account" && identity.passkeys && passkeysSupported()) {
+  if (me.kind === "account" && me.verified && identity.passkeys && passkeysSupported()) {
     extra.push(el("button", { class: "ghost small", id: "add-passkey", onclick: addPasskey }, "Add a passkey"));
   }
   who.replaceChildren(...[

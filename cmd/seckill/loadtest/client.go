@@ -222,17 +222,17 @@ func (c *client) verify(ctx context.Context, link, token string) (string, error)
 // createSale creates a sale from a spec such as
 // "total=1000,limit=2,price=100,start=0s,duration=1h,ticket=1,pow=8"
 // (start: delay from now; ticket=1: buys need a ticket; pow: its proof of
-// work's difficulty).
+// work's difficulty; verified=1: only verified identities buy).
 func (c *client) createSale(ctx context.Context, spec, runID string) (int64, error) {
 	if c.admin == "" {
 		return 0, errors.New("creating a sale needs the admin token (--admin-token or SECKILL_ADMIN_TOKEN); or pass --sale")
 	}
-	v := map[string]string{"total": "1000", "limit": "1", "price": "100", "start": "0s", "duration": "1h", "ticket": "0", "pow": "0"}
+	v := map[string]string{"total": "1000", "limit": "1", "price": "100", "start": "0s", "duration": "1h", "ticket": "0", "pow": "0", "verified": "0"}
 	if spec != "" {
 		for _, kv := range strings.Split(spec, ",") {
 			k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if _, known := v[k]; !ok || !known {
-				return 0, fmt.Errorf("--create-sale: %q is not one of total=, limit=, price=, start=, duration=, ticket=, pow=", kv)
+				return 0, fmt.Errorf("--create-sale: %q is not one of total=, limit=, price=, start=, duration=, ticket=, pow=, verified=", kv)
 			}
 			v[k] = val
 		}
@@ -261,6 +261,7 @@ func (c *client) createSale(ctx context.Context, spec, runID string) (int64, err
 		"per_user_limit": limit, "starts_at": startsAt.UTC().Format(time.RFC3339Nano),
 		"ends_at":        startsAt.Add(dur).UTC().Format(time.RFC3339Nano),
 		"require_ticket": v["ticket"] == "1" || v["ticket"] == "true", "pow_difficulty": pow,
+		"verified_only": v["verified"] == "1" || v["verified"] == "true",
 	}, &s)
 	if err != nil {
 		return 0, fmt.Errorf("create sale: %w", err)

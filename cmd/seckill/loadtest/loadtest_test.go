@@ -107,18 +107,26 @@ func TestVerifiedAccounts(t *testing.T) {
 	}
 	defer mb.Close()
 	env := servertest.New(t, "SECKILL_IDENTITY=accounts", "SECKILL_SMTP_ADDR="+mb.Addr, "SECKILL_RATE_SIGNUP_PER_IP=0")
-	srv := env.Server(t, nil)
-	url := servertest.HTTP(t, srv.Handler()).URL
-	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 30, Limit: 1, VerifiedOnly: true})
+	url := servertest.HTTP(t, env.Server(t, nil).Handler()).URL
 	rep, err := loadtest.Run(context.Background(), loadtest.Options{
 		// 400 requests over 20 users: each is picked (all but surely) and
 		// buys its one unit.
 		URL: url, AdminToken: servertest.AdminToken, Users: 20, Qty: 1, Concurrency: 4, Requests: 400,
-		SaleID: sale.ID, Accounts: true, Mailbox: mb,
+		CreateSale: "total=30,limit=1,verified=1", Accounts: true, Mailbox: mb,
 	})
 	var b strings.Builder
 	rep.Print(&b)
 	if err != nil || rep.Accepted != 20 || rep.Outcomes["not_eligible"] != 0 || !rep.Audit.Passed {
+		t.Fatalf("accounts run: %v\n%s", err, b.String())
+	}
+	// The sale is verified_only: guests (minted with the secret) are refused.
+	rep, err = loadtest.Run(context.Background(), loadtest.Options{
+		URL: url, AdminToken: servertest.AdminToken, JWTSecret: servertest.JWTSecret, Users: 5, Qty: 1, Concurrency: 2,
+		Requests: 20, SaleID: rep.SaleID,
+	})
+	b.Reset()
+	rep.Print(&b)
+	if rep.Outcomes["not_eligible"] != 20 || rep.Accepted != 0 {
 		t.Fatalf("accounts run: %v\n%s", err, b.String())
 	}
 }
