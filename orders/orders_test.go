@@ -171,7 +171,7 @@ func TestLedgerQueries(t *testing.T) {
 			t.Errorf("sale ids ending after 12:00:00.6: %v, %v", got, err)
 		}
 		var before seckill.Sale
-		_, err = ledger.ChangeSale(ctx, ids[0], base, func(sl seckill.Sale) (seckill.Sale, error) {
+		_, err = ledger.ChangeSale(ctx, ids[0], base, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
 			sl.Name, sl.PriceCents, sl.Total, sl.Status = "renamed", 250, sl.Total+5, seckill.StatusPaused
 			return sl, nil
 		}, func(b, _ seckill.Sale) error { before = b; return nil })
@@ -189,7 +189,7 @@ func TestLedgerQueries(t *testing.T) {
 			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Name = "x"; return sl, refused }, func(_, _ seckill.Sale) error { return nil }},
 			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Total--; return sl, nil }, func(_, _ seckill.Sale) error { return nil }},
 		} {
-			if _, err := ledger.ChangeSale(ctx, ids[0], base, bad.change, bad.apply); err == nil {
+			if _, err := ledger.ChangeSale(ctx, ids[0], base, seckill.AuditSalePatch, bad.change, bad.apply); err == nil {
 				t.Error("a refused change was stored")
 			}
 		}

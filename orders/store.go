@@ -65,7 +65,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // CreateSale stores a new sale with its initial stock movement and, in the
 // same transaction, hands it with its id to load (the stock's warm-up in
-// Redis): if load fails, nothing is stored.
+// Redis) and records it in the audit log: if load fails, nothing is
+// stored.
 func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	err := s.InTx(ctx, func(tx *Store) error {
@@ -85,7 +86,11 @@ func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time
 		if sale, err = tx.Sale(ctx, id); err != nil {
 			return err
 		}
-		return load(sale)
+		if err := load(sale); err != nil {
+			return err
+		}
+		_, after := seckill.SaleChanges(seckill.Sale{}, sale)
+		return tx.AppendAudit(ctx, now, seckill.AuditSaleCreate, id, nil, after)
 	})
 	return sale, err
 }
@@ -113,10 +118,11 @@ WHERE id = ?`
 // ChangeSale changes one sale in one transaction: it locks the sale's row,
 // asks change for the sale as it is to be (validated there), writes it
 // (units added to the total are a restock movement; the id, buckets and
-// creation time stay), then calls apply with the sale before and after
-// (the same change in Redis) and commits. If change or apply fails,
+// creation time stay), calls apply with the sale before and after (the
+// same change in Redis), appends the change to the audit log as action
+// (the fields before and after) and commits. If change or apply fails,
 // nothing changes and their error is returned. The total only grows.
-func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, change func(seckill.Sale) (seckill.Sale, error),
+func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
 	apply func(before, after seckill.Sale) error) (seckill.Sale, error) {
 	var after seckill.Sale
 	err := s.InTx(ctx, func(tx *Store) error {
@@ -144,7 +150,11 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, change 
 				return err
 			}
 		}
-		return apply(before, after)
+		if err := apply(before, after); err != nil {
+			return err
+		}
+		was, is := seckill.SaleChanges(before, after)
+		return tx.AppendAudit(ctx, now, action, id, was, is)
 	})
 	if err != nil {
 		return seckill.Sale{}, err

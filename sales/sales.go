@@ -9,6 +9,7 @@ package sales
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // Ledger is where sales and orders are kept for good (orders.Store).
 type Ledger interface {
 	CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error)
-	ChangeSale(ctx context.Context, id int64, now time.Time, change func(seckill.Sale) (seckill.Sale, error),
+	ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
 		apply func(before, after seckill.Sale) error) (seckill.Sale, error)
 	Sale(ctx context.Context, id int64) (seckill.Sale, error)
 	Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error)
@@ -26,6 +27,8 @@ type Ledger interface {
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
 	Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error)
+	AppendAudit(ctx context.Context, now time.Time, action string, sale int64, before, after json.RawMessage) error
+	AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error)
 }
 
 // Stock is the sales' live state in Redis (inventory.Store).
@@ -190,6 +193,25 @@ func (s *Service) Eligible(ctx context.Context, id int64) error {
 	return nil
 }
 
+// Record appends an event without a change of its own to the audit log
+// (a login, a failed login), in the name of ctx's actor.
+func (s *Service) Record(ctx context.Context, action string) error {
+	return s.ledger.AppendAudit(ctx, s.now(), action, 0, nil, nil)
+}
+
+// MaxAuditPage is the most audit rows one read returns.
+const MaxAuditPage = 500
+
+// Audit reads the audit log, newest first (f.Limit 1 to MaxAuditPage,
+// default 50).
+func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	f.Limit = min(f.Limit, MaxAuditPage)
+	return s.ledger.AuditLog(ctx, f)
+}
+
 // Create stores a new sale and loads its stock into Redis before it
 // returns; if Redis refuses, nothing is stored. A sale starts active; its
 // buckets default to 1.
@@ -214,7 +236,7 @@ func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 // Update changes a sale's settings (the total changes by Restock only, the
 // buckets never), in the ledger and in Redis.
 func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (View, error) {
-	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
 		sl = sl.Apply(p)
 		return sl, sl.Validate()
 	}, func(_, after seckill.Sale) error {
@@ -228,7 +250,7 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 	if err := seckill.ValidRestock(0, qty); err != nil {
 		return View{}, err
 	}
-	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSaleRestock, func(sl seckill.Sale) (seckill.Sale, error) {
 		if err := seckill.ValidRestock(sl.Total, qty); err != nil {
 			return sl, err
 		}
@@ -244,7 +266,7 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 // seckill.ErrEnded). Redis decides the new status (status.lua, on every
 // part) with the ledger's row locked, and the ledger records it.
 func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
-	return s.change(ctx, id, func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSaleAction(a), func(sl seckill.Sale) (seckill.Sale, error) {
 		var err error
 		sl.Status, err = s.stock.SetStatus(ctx, sl.ID, a)
 		return sl, err
@@ -252,10 +274,11 @@ func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, er
 }
 
 // change runs one change of a sale in the ledger's transaction, apply
-// making it in Redis before the commit, and forgets what the caches held.
-func (s *Service) change(ctx context.Context, id int64, edit func(seckill.Sale) (seckill.Sale, error),
+// making it in Redis before the commit, the audit log recording it as
+// action; then forgets what the caches held.
+func (s *Service) change(ctx context.Context, id int64, action string, edit func(seckill.Sale) (seckill.Sale, error),
 	apply func(before, after seckill.Sale) error) (View, error) {
-	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), edit, apply)
+	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), action, edit, apply)
 	if err != nil {
 		return View{}, err
 	}

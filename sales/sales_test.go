@@ -60,6 +60,14 @@ func TestChangesCommitTogether(t *testing.T) {
 		t.Errorf("pause of a sale Redis lost: %v", err)
 	}
 	check("after changes Redis refused", 15, seckill.StatusActive)
+
+	// The audit log holds the changes made, in the name of the actor, and
+	// none of the refused ones.
+	rows, err := svc.Audit(ctx, seckill.AuditFilter{SaleID: id})
+	if err != nil || len(rows) != 2 || rows[0].Action != seckill.AuditSaleRestock || rows[1].Action != seckill.AuditSaleCreate ||
+		rows[0].Actor != seckill.RoleSystem || string(rows[0].Before) != `{"total":10}` || string(rows[0].After) != `{"total":15}` {
+		t.Errorf("audit rows: %+v %v", rows, err)
+	}
 }
 
 // TestEndedIsFinal: an ended sale can be neither paused nor resumed, in

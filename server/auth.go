@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -105,7 +106,15 @@ func (s *Server) requireAdmin(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	s.actAs(c, seckill.RoleOperator)
 	c.Next()
+}
+
+// actAs makes the request's changes the admin's, in the audit log: the
+// configured password and admin token are the operator.
+func (s *Server) actAs(c *gin.Context, id string) {
+	a := seckill.Actor{ID: id, Role: seckill.RoleOperator, IP: c.ClientIP()}
+	c.Request = c.Request.WithContext(seckill.WithActor(c.Request.Context(), a))
 }
 
 // adminAuth checks the bearer admin token or the admin session cookie.
@@ -143,7 +152,20 @@ func (s *Server) login(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	sess, exp, err := s.Admins.Login(c.Request.Context(), req.Password)
+	s.actAs(c, seckill.RoleOperator)
+	ctx := c.Request.Context()
+	sess, exp, err := s.Admins.Login(ctx, req.Password)
+	if seckill.CodeOf(err) == seckill.CodeUnauthenticated {
+		if rerr := s.Sales.Record(ctx, seckill.AuditLoginFailed); rerr != nil {
+			slog.Warn("a failed login not in the audit log", "err", rerr)
+		}
+	}
+	if err == nil {
+		// No session without its row in the audit log.
+		if err = s.Sales.Record(ctx, seckill.AuditLogin); err != nil {
+			_ = s.Admins.Logout(ctx, sess)
+		}
+	}
 	if err != nil {
 		abort(c, err)
 		return

@@ -190,6 +190,7 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/resume", s.act(seckill.ActionResume))
 	authed.POST("/sales/:id/end", s.act(seckill.ActionEnd))
 	authed.GET("/sales/:id/stats", s.saleStats)
+	authed.GET("/audit", s.auditLog)
 
 	e.GET("/ws/sales/:id", s.serveWS)
 	s.pages(e)

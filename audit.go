@@ -1,0 +1,111 @@
+package seckill
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Actor is who makes a change: an admin (the operator, or a merchant),
+// with the client's address, or the system itself.
+type Actor struct {
+	ID   string
+	Role string
+	IP   string
+}
+
+// The roles of actors.
+const (
+	RoleOperator = "operator"
+	RoleSystem   = "system"
+)
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying who acts in it; the changes made under
+// it are recorded in their name.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorOf returns who acts in ctx: the one WithActor set, or the system
+// (a demo, a test, a command on the ledger).
+func ActorOf(ctx context.Context) Actor {
+	if a, ok := ctx.Value(actorKey{}).(Actor); ok {
+		return a
+	}
+	return Actor{ID: RoleSystem, Role: RoleSystem}
+}
+
+// The actions the audit log records.
+const (
+	AuditSaleCreate  = "sale.create"
+	AuditSalePatch   = "sale.patch"
+	AuditSaleRestock = "sale.restock"
+	AuditLogin       = "login"
+	AuditLoginFailed = "login.failed"
+)
+
+// AuditSaleAction is the action of pausing, resuming or ending a sale.
+func AuditSaleAction(a Action) string { return "sale." + string(a) }
+
+// AuditEntry is one row of the audit log: appended in the transaction of
+// the change it records, never updated or deleted.
+type AuditEntry struct {
+	ID     int64
+	At     time.Time
+	Actor  string
+	Role   string
+	Action string
+	// SaleID is the sale changed (0: none, as for a login).
+	SaleID int64
+	// Before and After hold the fields that changed, by their API names
+	// (JSON objects; nil for none).
+	Before, After json.RawMessage
+	IP            string
+}
+
+// AuditFilter selects audit rows, newest first: of one sale or actor (if
+// set), with ids below BeforeID (if set), at most Limit.
+type AuditFilter struct {
+	SaleID   int64
+	Actor    string
+	BeforeID int64
+	Limit    int
+}
+
+// SaleChanges returns the fields of a sale that differ between before and
+// after, as each was and is (by their API names); both nil when nothing
+// changed. A new sale has every field in after.
+func SaleChanges(before, after Sale) (json.RawMessage, json.RawMessage) {
+	b, a := saleFields(before), saleFields(after)
+	was, is := map[string]any{}, map[string]any{}
+	for k, v := range a {
+		if before.ID == 0 || b[k] != v {
+			is[k] = v
+			if before.ID != 0 {
+				was[k] = b[k]
+			}
+		}
+	}
+	return encodeFields(was), encodeFields(is)
+}
+
+func encodeFields(m map[string]any) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	raw, _ := json.Marshal(m) // strings, numbers and booleans only
+	return raw
+}
+
+// saleFields are a sale's settings by their API names, in comparable
+// values.
+func saleFields(s Sale) map[string]any {
+	return map[string]any{
+		"name": s.Name, "item": s.Item, "price_cents": s.PriceCents, "total": s.Total,
+		"per_user_limit": s.PerUserLimit, "starts_at": s.StartsAt.UTC().Format(time.RFC3339Nano),
+		"ends_at": s.EndsAt.UTC().Format(time.RFC3339Nano), "status": string(s.Status), "buckets": s.Buckets,
+		"require_ticket": s.RequireTicket, "pow_difficulty": s.PowDifficulty, "verified_only": s.VerifiedOnly,
+	}
+}

@@ -1,0 +1,112 @@
+package orders
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/seckill/seckill"
+)
+
+// auditRow is a row of the audit log.
+type auditRow struct {
+	ID     int64          `db:"id"`
+	At     time.Time      `db:"at"`
+	Actor  string         `db:"actor"`
+	Role   string         `db:"role"`
+	Action string         `db:"action"`
+	SaleID sql.NullInt64  `db:"sale_id"`
+	Before sql.NullString `db:"before_json"`
+	After  sql.NullString `db:"after_json"`
+	IP     string         `db:"ip"`
+}
+
+func (r auditRow) entry() seckill.AuditEntry {
+	e := seckill.AuditEntry{ID: r.ID, At: r.At, Actor: r.Actor, Role: r.Role, Action: r.Action, SaleID: r.SaleID.Int64, IP: r.IP}
+	if r.Before.Valid {
+		e.Before = json.RawMessage(r.Before.String)
+	}
+	if r.After.Valid {
+		e.After = json.RawMessage(r.After.String)
+	}
+	return e
+}
+
+const (
+	insertAudit = `INSERT INTO audit_log (at, actor, role, action, sale_id, before_json, after_json, ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	selectAudit = `SELECT id, at, actor, role, action, sale_id, before_json, after_json, ip FROM audit_log WHERE 1 = 1`
+)
+
+// AppendAudit appends a row to the audit log (in the store's transaction,
+// if it has one): the actor of ctx, at now.
+func (s *Store) AppendAudit(ctx context.Context, now time.Time, action string, sale int64, before, after json.RawMessage) error {
+	a := seckill.ActorOf(ctx)
+	_, err := s.exec.ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, action,
+		nullable(sale), nullText(before), nullText(after), a.IP)
+	if err != nil {
+		return failed("append to the audit log", err)
+	}
+	return nil
+}
+
+func nullable(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+func nullText(raw json.RawMessage) any {
+	if raw == nil {
+		return nil
+	}
+	return string(raw)
+}
+
+// AuditLog reads the audit log, newest first, as f selects.
+func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error) {
+	q, args := selectAudit, []any{}
+	if f.SaleID > 0 {
+		q, args = q+` AND sale_id = ?`, append(args, f.SaleID)
+	}
+	if f.Actor != "" {
+		q, args = q+` AND actor = ?`, append(args, f.Actor)
+	}
+	if f.BeforeID > 0 {
+		q, args = q+` AND id < ?`, append(args, f.BeforeID)
+	}
+	q, args = q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit)
+	var rows []auditRow
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
+		return nil, failed("read the audit log", err)
+	}
+	out := make([]seckill.AuditEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.entry()
+	}
+	return out, nil
+}
+
+// ledgerTables are the tables the application reads and writes; the audit
+// log it only reads and appends to.
+var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "account_tokens", "passkeys"}
+
+// AppGrants are the MySQL statements that give the application's database
+// user (as 'name'@'host') what it needs on database db and no more: it
+// may read, insert, update and delete the ledger's rows, but only read
+// and append to the audit log, so no bug and no stolen credential of the
+// application rewrites history. Migrations run as another user (seckill
+// migrate with the owner's DSN), before these.
+func AppGrants(db, user string) []string {
+	out := make([]string, 0, len(ledgerTables)+2)
+	for _, t := range ledgerTables {
+		out = append(out, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE ON `%s`.`%s` TO %s", db, t, user))
+	}
+	return append(out,
+		fmt.Sprintf("GRANT SELECT ON `%s`.`goose_db_version` TO %s", db, user),
+		fmt.Sprintf("GRANT SELECT, INSERT ON `%s`.`audit_log` TO %s", db, user))
+}

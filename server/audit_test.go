@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/system/servertest"
+)
+
+// auditRows reads the audit log through the API.
+func auditRows(t *testing.T, st *stack, query string) []map[string]any {
+	t.Helper()
+	r := call(t, st.h, "GET", "/admin/api/audit"+query, nil, admin())
+	if r.Status != 200 {
+		t.Fatalf("audit: %v", r)
+	}
+	var out []map[string]any
+	for _, e := range r.Body["entries"].([]any) {
+		out = append(out, e.(map[string]any))
+	}
+	return out
+}
+
+// TestEveryAdminChangeIsAudited: each state-changing admin route writes
+// exactly one row, with the fields it changed before and after; a refused
+// change writes none; logins and failed logins are rows too.
+func TestEveryAdminChangeIsAudited(t *testing.T) {
+	st := newStack(t)
+	now := time.Now().UTC()
+	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Audit", "item": "Thing", "price_cents": 4999,
+		"total": 10, "per_user_limit": 1, "starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}, admin())
+	if r.Status != 201 {
+		t.Fatal(r)
+	}
+	id := num(r.Body, "id")
+	sale := fmt.Sprintf("/admin/api/sales/%d", id)
+	steps := []struct {
+		method, path string
+		body         any
+		action       string
+		before       string // the changed fields before, as JSON ("" for none)
+		after        string
+	}{
+		{"PATCH", sale, map[string]any{"price_cents": 49}, "sale.patch", `{"price_cents":4999}`, `{"price_cents":49}`},
+		{"POST", sale + "/restock", map[string]any{"qty": 5}, "sale.restock", `{"total":10}`, `{"total":15}`},
+		{"POST", sale + "/pause", nil, "sale.pause", `{"status":"active"}`, `{"status":"paused"}`},
+		{"POST", sale + "/resume", nil, "sale.resume", `{"status":"paused"}`, `{"status":"active"}`},
+		{"POST", sale + "/end", nil, "sale.end", `{"status":"active"}`, `{"status":"ended"}`},
+	}
+	for _, s := range steps {
+		if r := call(t, st.h, s.method, s.path, s.body, admin()); r.Status != 200 {
+			t.Fatalf("%s %s: %v", s.method, s.path, r)
+		}
+		rows := auditRows(t, st, fmt.Sprintf("?sale_id=%d&limit=1", id))
+		got := rows[0]
+		b, _ := json.Marshal(got["before"])
+		a, _ := json.Marshal(got["after"])
+		if got["action"] != s.action || string(b) != s.before || string(a) != s.after || got["actor"] != "operator" ||
+			got["role"] != "operator" || got["ip"] != "192.0.2.1" {
+			t.Errorf("%s: audit row %v", s.action, got)
+		}
+	}
+	// Refused changes write no row.
+	for _, s := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PATCH", sale, map[string]any{"price_cents": -1}},
+		{"POST", sale + "/resume", nil}, // ended
+		{"POST", sale + "/restock", map[string]any{"qty": 0}},
+		{"PATCH", sale, `{"Name":"x"}`},
+	} {
+		if r := call(t, st.h, s.method, s.path, s.body, admin()); r.Status < 400 {
+			t.Fatalf("%s %s accepted: %v", s.method, s.path, r)
+		}
+	}
+	rows := auditRows(t, st, fmt.Sprintf("?sale_id=%d", id))
+	if len(rows) != 1+len(steps) {
+		t.Errorf("%d rows for the sale, want %d (create and each change, no refusal)", len(rows), 1+len(steps))
+	}
+	if last := rows[len(rows)-1]; last["action"] != "sale.create" || !strings.Contains(fmt.Sprint(last["after"]), "Audit") {
+		t.Errorf("the create row: %v", last)
+	}
+	// Logins: a wrong password and a right one.
+	call(t, st.h, "POST", "/admin/api/login", map[string]any{"password": "wrong"})
+	call(t, st.h, "POST", "/admin/api/login", map[string]any{"password": servertest.AdminPassword})
+	all := auditRows(t, st, "?limit=2")
+	if len(all) != 2 || all[0]["action"] != "login" || all[1]["action"] != "login.failed" {
+		t.Errorf("login rows: %v", all)
+	}
+	// Paging: before_id continues where a page ended.
+	page := call(t, st.h, "GET", "/admin/api/audit?limit=3", nil, admin())
+	next := num(page.Body, "next_before_id")
+	rest := auditRows(t, st, fmt.Sprintf("?before_id=%d&limit=500", next))
+	if len(rest) != 1+len(steps)+2-3 {
+		t.Errorf("second page: %d rows", len(rest))
+	}
+	if r := call(t, st.h, "GET", "/admin/api/audit?limit=0", nil, admin()); r.Status != 400 {
+		t.Errorf("limit 0: %v", r)
+	}
+	csv := call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?format=csv&sale_id=%d", id), nil, admin())
+	if csv.Status != 200 || !strings.HasPrefix(csv.Raw, "id,at,actor,role,action,sale_id,before,after,ip\n") ||
+		strings.Count(csv.Raw, "\n") != 2+len(steps) {
+		t.Errorf("CSV: %v", csv)
+	}
+	if r := call(t, st.h, "GET", "/admin/api/audit", nil); r.Status != 401 {
+		t.Errorf("audit without the admin: %v", r)
+	}
+}
+
+// TestConcurrentPatchesAuditedInCommitOrder: patches of one sale at once
+// each get their row, in the order they committed (each row's before is
+// the previous row's after).
+func TestConcurrentPatchesAuditedInCommitOrder(t *testing.T) {
+	st := newStack(t)
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 10, PriceCents: 100})
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			call(t, st.h, "PATCH", fmt.Sprintf("/admin/api/sales/%d", sale.ID), map[string]any{"price_cents": 1000 + i}, admin())
+		})
+	}
+	wg.Wait()
+	rows := auditRows(t, st, fmt.Sprintf("?sale_id=%d&limit=500", sale.ID))
+	if len(rows) != n+1 {
+		t.Fatalf("%d rows, want %d", len(rows), n+1)
+	}
+	for i := len(rows) - 2; i > 0; i-- { // oldest patch first
+		older, newer := rows[i], rows[i-1]
+		was, _ := newer["before"].(map[string]any)
+		is, _ := older["after"].(map[string]any)
+		if was["price_cents"] != is["price_cents"] {
+			t.Errorf("row %v's before is not row %v's after", newer["id"], older["id"])
+		}
+	}
+}
