@@ -24,3 +24,25 @@ var ErrNoAccount = Errorf(CodeUnauthenticated, "No such account.")
 
 // ErrVerifyLink is a verification token unknown, expired or spent.
 var ErrVerifyLink = Errorf(CodeInvalid, "This verification link is expired, used already or not valid: ask for a new one.")
+
+// Merchant is a merchant's account in the admin panel: its own sales
+// only. The operator (the configured admin password and token) manages
+// them.
+type Merchant struct {
+	ID           int64
+	Email        string
+	Name         string
+	PasswordHash string
+	// TOTPSecret is the second factor's secret (base32), TOTPConfirmed
+	// whether its enrolment was confirmed with a code (only then is it
+	// asked at login); TOTPStep the last time step a code was used at, so
+	// a code works once.
+	TOTPSecret    string
+	TOTPConfirmed bool
+	TOTPStep      int64
+	Disabled      bool
+	CreatedAt     time.Time
+}
+
+// ErrNoMerchant is an id or email no merchant has.
+var ErrNoMerchant = Errorf(CodeNotFound, "No such merchant.")

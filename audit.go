@@ -12,13 +12,20 @@ type Actor struct {
 	ID   string
 	Role string
 	IP   string
+	// MerchantID is the merchant acting (RoleMerchant).
+	MerchantID int64
 }
 
-// The roles of actors.
+// The roles of actors: the operator sees and changes every sale and
+// manages the merchants; a merchant only its own sales.
 const (
 	RoleOperator = "operator"
+	RoleMerchant = "merchant"
 	RoleSystem   = "system"
 )
+
+// Owns reports whether the actor may see and change a sale of merchant.
+func (a Actor) Owns(merchant int64) bool { return a.Role != RoleMerchant || a.MerchantID == merchant }
 
 type actorKey struct{}
 
@@ -44,6 +51,10 @@ const (
 	AuditSaleRestock = "sale.restock"
 	AuditLogin       = "login"
 	AuditLoginFailed = "login.failed"
+	AuditMerchantNew = "merchant.create"
+	AuditMerchantOff = "merchant.disable"
+	AuditMerchantOn  = "merchant.enable"
+	AuditTOTPEnrol   = "totp.enrol"
 )
 
 // AuditSaleAction is the action of pausing, resuming or ending a sale.
@@ -72,6 +83,10 @@ type AuditFilter struct {
 	Actor    string
 	BeforeID int64
 	Limit    int
+	// Merchant, when set, keeps to the rows a merchant may read: of its
+	// own sales, and its own (as actor MerchantActor).
+	Merchant      int64
+	MerchantActor string
 }
 
 // SaleChanges returns the fields of a sale that differ between before and
@@ -107,5 +122,6 @@ func saleFields(s Sale) map[string]any {
 		"per_user_limit": s.PerUserLimit, "starts_at": s.StartsAt.UTC().Format(time.RFC3339Nano),
 		"ends_at": s.EndsAt.UTC().Format(time.RFC3339Nano), "status": string(s.Status), "buckets": s.Buckets,
 		"require_ticket": s.RequireTicket, "pow_difficulty": s.PowDifficulty, "verified_only": s.VerifiedOnly,
+		"merchant_id": s.MerchantID,
 	}
 }

@@ -92,8 +92,10 @@ type Sale struct {
 	PowDifficulty int
 	// VerifiedOnly sells only to verified identities.
 	VerifiedOnly bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// MerchantID is the merchant whose sale it is (0: the operator's).
+	MerchantID int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // SalePatch holds the fields of a sale a merchant may change; nil fields stay.
@@ -107,6 +109,8 @@ type SalePatch struct {
 	RequireTicket *bool
 	PowDifficulty *int
 	VerifiedOnly  *bool
+	// MerchantID hands the sale to another merchant (the operator only).
+	MerchantID *int64
 }
 
 // Apply returns the sale with the patch's fields set.
@@ -120,6 +124,7 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.RequireTicket, p.RequireTicket)
 	set(&s.PowDifficulty, p.PowDifficulty)
 	set(&s.VerifiedOnly, p.VerifiedOnly)
+	set(&s.MerchantID, p.MerchantID)
 	return s
 }
 

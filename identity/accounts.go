@@ -252,7 +252,7 @@ func (a *Accounts) check(ctx context.Context, hash, password string) (bool, erro
 		return false, err
 	}
 	defer func() { <-a.hashing }()
-	return checkPassword(hash, password)
+	return CheckPassword(hash, password)
 }
 
 // turn waits for a slot to hash in.

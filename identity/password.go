@@ -40,9 +40,9 @@ func (p Argon2) Hash(password string) string {
 
 var errHashFormat = errors.New("identity: not an argon2id hash")
 
-// checkPassword reports whether password has the argon2id hash encoded
+// CheckPassword reports whether password has the argon2id hash encoded
 // (with the parameters written in it), in constant time.
-func checkPassword(encoded, password string) (bool, error) {
+func CheckPassword(encoded, password string) (bool, error) {
 	f := strings.Split(encoded, "$")
 	if len(f) != 6 || f[0] != "" || f[1] != "argon2id" || f[2] != fmt.Sprintf("v=%d", argon2.Version) {
 		return false, errHashFormat

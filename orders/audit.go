@@ -76,6 +76,9 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 	if f.Actor != "" {
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
+	if f.Merchant > 0 {
+		q, args = q+` AND (actor = ? OR sale_id IN (SELECT id FROM sales WHERE merchant_id = ?))`, append(args, f.MerchantActor, f.Merchant)
+	}
 	if f.BeforeID > 0 {
 		q, args = q+` AND id < ?`, append(args, f.BeforeID)
 	}
@@ -93,7 +96,7 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 
 // ledgerTables are the tables the application reads and writes; the audit
 // log it only reads and appends to.
-var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "account_tokens", "passkeys"}
+var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "account_tokens", "passkeys", "merchants"}
 
 // AppGrants are the MySQL statements that give the application's database
 // user (as 'name'@'host') what it needs on database db and no more: it

@@ -21,6 +21,7 @@ type saleRow struct {
 	RequireTicket bool      `db:"require_ticket"`
 	PowDifficulty int       `db:"pow_difficulty"`
 	VerifiedOnly  bool      `db:"verified_only"`
+	MerchantID    int64     `db:"merchant_id"`
 	CreatedAt     time.Time `db:"created_at"`
 	UpdatedAt     time.Time `db:"updated_at"`
 }
@@ -29,7 +30,7 @@ func (r saleRow) sale() seckill.Sale {
 	return seckill.Sale{
 		ID: r.ID, Name: r.Name, Item: r.Item, PriceCents: r.PriceCents, Total: r.Total, PerUserLimit: r.PerUserLimit,
 		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Status: seckill.Status(r.Status), Buckets: r.Buckets,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, MerchantID: r.MerchantID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 

@@ -56,12 +56,12 @@ func failed(op string, err error) error {
 	return fmt.Errorf("orders: %s: %w", op, err)
 }
 
-const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, verified_only, created_at, updated_at`
+const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, verified_only, merchant_id, created_at, updated_at`
 
 const insertSale = `
 INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets,
-  require_ticket, pow_difficulty, verified_only, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+  require_ticket, pow_difficulty, verified_only, merchant_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // CreateSale stores a new sale with its initial stock movement and, in the
 // same transaction, hands it with its id to load (the stock's warm-up in
@@ -72,7 +72,7 @@ func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time
 	err := s.InTx(ctx, func(tx *Store) error {
 		res, err := tx.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
 			sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Status, max(1, sale.Buckets),
-			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, now, now)
+			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, sale.MerchantID, now, now)
 		if err != nil {
 			return failed("create sale", err)
 		}
@@ -112,7 +112,7 @@ func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta
 
 const updateSale = `
 UPDATE sales SET name = ?, item = ?, price_cents = ?, total = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
-  status = ?, require_ticket = ?, pow_difficulty = ?, verified_only = ?, updated_at = ?
+  status = ?, require_ticket = ?, pow_difficulty = ?, verified_only = ?, merchant_id = ?, updated_at = ?
 WHERE id = ?`
 
 // ChangeSale changes one sale in one transaction: it locks the sale's row,
@@ -141,7 +141,7 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action 
 		}
 		_, err = tx.exec.ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
 			after.PerUserLimit, after.StartsAt.UTC(), after.EndsAt.UTC(), after.Status, after.RequireTicket,
-			after.PowDifficulty, after.VerifiedOnly, after.UpdatedAt, id)
+			after.PowDifficulty, after.VerifiedOnly, after.MerchantID, after.UpdatedAt, id)
 		if err != nil {
 			return failed(fmt.Sprintf("update sale %d", id), err)
 		}
@@ -181,12 +181,24 @@ func (s *Store) getSale(ctx context.Context, q string, id int64) (seckill.Sale, 
 	return row.sale(), nil
 }
 
-const selectSales = `SELECT ` + saleColumns + ` FROM sales WHERE ends_at > ? ORDER BY id DESC LIMIT ?`
+const (
+	selectSales         = `SELECT ` + saleColumns + ` FROM sales WHERE ends_at > ? ORDER BY id DESC LIMIT ?`
+	selectMerchantSales = `SELECT ` + saleColumns + ` FROM sales WHERE merchant_id = ? ORDER BY id DESC LIMIT ?`
+)
 
 // Sales lists sales that end after endedAfter, newest first, at most limit.
 func (s *Store) Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error) {
+	return s.sales(ctx, selectSales, endedAfter.UTC(), limit)
+}
+
+// MerchantSales lists a merchant's sales, newest first, at most limit.
+func (s *Store) MerchantSales(ctx context.Context, merchant int64, limit int) ([]seckill.Sale, error) {
+	return s.sales(ctx, selectMerchantSales, merchant, limit)
+}
+
+func (s *Store) sales(ctx context.Context, q string, args ...any) ([]seckill.Sale, error) {
 	var rows []saleRow
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectSales, endedAfter.UTC(), limit); err != nil {
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
 		return nil, failed("list sales", err)
 	}
 	out := make([]seckill.Sale, len(rows))

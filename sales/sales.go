@@ -23,6 +23,8 @@ type Ledger interface {
 		apply func(before, after seckill.Sale) error) (seckill.Sale, error)
 	Sale(ctx context.Context, id int64) (seckill.Sale, error)
 	Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error)
+	MerchantSales(ctx context.Context, merchant int64, limit int) ([]seckill.Sale, error)
+	Merchant(ctx context.Context, id int64) (seckill.Merchant, error)
 	Totals(ctx context.Context, sale int64) (seckill.Totals, error)
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
@@ -125,7 +127,17 @@ func (s *Service) Public(ctx context.Context) ([]View, error) {
 }
 
 // All lists every sale for the merchant, newest first, at most 500.
-func (s *Service) All(ctx context.Context) ([]View, error) { return s.list(ctx, time.Time{}, 500) }
+// A merchant's own only.
+func (s *Service) All(ctx context.Context) ([]View, error) {
+	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
+		sales, err := s.ledger.MerchantSales(ctx, a.MerchantID, 500)
+		if err != nil {
+			return nil, err
+		}
+		return s.views(ctx, sales)
+	}
+	return s.list(ctx, time.Time{}, 500)
+}
 
 func (s *Service) list(ctx context.Context, endedAfter time.Time, limit int) ([]View, error) {
 	sales, err := s.ledger.Sales(ctx, endedAfter, limit)
@@ -141,7 +153,36 @@ func (s *Service) Get(ctx context.Context, id int64) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	if err := owned(ctx, sl); err != nil {
+		return View{}, err
+	}
 	return s.view(ctx, sl)
+}
+
+// errHandOver is a merchant giving its sale to another.
+var errHandOver = seckill.Errorf(seckill.CodeForbidden, "Only the operator hands a sale to another merchant.")
+
+// merchantExists refuses a sale handed to a merchant that does not exist
+// (0, the operator's, always does).
+func (s *Service) merchantExists(ctx context.Context, id int64) error {
+	if id == 0 {
+		return nil
+	}
+	_, err := s.ledger.Merchant(ctx, id)
+	if errors.Is(err, seckill.ErrNoMerchant) {
+		return seckill.Invalid(seckill.FieldError{Field: "merchant_id", Message: "no merchant has this id"})
+	}
+	return err
+}
+
+// owned refuses a sale that is not the acting merchant's exactly as an
+// unknown one, so its id tells nothing: this is where ownership is
+// enforced, for every admin read and change.
+func owned(ctx context.Context, sl seckill.Sale) error {
+	if !seckill.ActorOf(ctx).Owns(sl.MerchantID) {
+		return seckill.ErrSaleNotFound
+	}
+	return nil
 }
 
 // Find returns a sale for shoppers, with its stock: its row may be a
@@ -205,6 +246,9 @@ const MaxAuditPage = 500
 // Audit reads the audit log, newest first (f.Limit 1 to MaxAuditPage,
 // default 50).
 func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error) {
+	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
+		f.Merchant, f.MerchantActor = a.MerchantID, a.ID
+	}
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -216,6 +260,11 @@ func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.A
 // returns; if Redis refuses, nothing is stored. A sale starts active; its
 // buckets default to 1.
 func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
+	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
+		sl.MerchantID = a.MerchantID // its own; the operator may name one
+	} else if err := s.merchantExists(ctx, sl.MerchantID); err != nil {
+		return View{}, err
+	}
 	sl.Status = seckill.StatusActive
 	if sl.Buckets == 0 {
 		sl.Buckets = 1
@@ -237,6 +286,14 @@ func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 // buckets never), in the ledger and in Redis.
 func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (View, error) {
 	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
+		if p.MerchantID != nil && *p.MerchantID != sl.MerchantID {
+			if seckill.ActorOf(ctx).Role == seckill.RoleMerchant {
+				return sl, errHandOver
+			}
+			if err := s.merchantExists(ctx, *p.MerchantID); err != nil {
+				return sl, err
+			}
+		}
 		sl = sl.Apply(p)
 		return sl, sl.Validate()
 	}, func(_, after seckill.Sale) error {
@@ -278,7 +335,12 @@ func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, er
 // action; then forgets what the caches held.
 func (s *Service) change(ctx context.Context, id int64, action string, edit func(seckill.Sale) (seckill.Sale, error),
 	apply func(before, after seckill.Sale) error) (View, error) {
-	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), action, edit, apply)
+	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), action, func(sl seckill.Sale) (seckill.Sale, error) {
+		if err := owned(ctx, sl); err != nil {
+			return sl, err
+		}
+		return edit(sl)
+	}, apply)
 	if err != nil {
 		return View{}, err
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/identity"
+	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/sessions"
 )
 
@@ -100,45 +102,95 @@ func (s *Server) setCookie(c *gin.Context, name, value string, exp time.Time, si
 }
 
 // requireAdmin lets a request through with the configured admin bearer
-// token or a live admin session cookie.
+// token or a live admin session cookie, acting as its admin: the
+// operator, or a merchant (still enabled).
 func (s *Server) requireAdmin(c *gin.Context) {
-	if err := s.adminAuth(c); err != nil {
+	a, err := s.adminAuth(c)
+	if err != nil {
 		abort(c, err)
 		return
 	}
-	s.actAs(c, seckill.RoleOperator)
+	s.actAs(c, a)
 	c.Next()
 }
 
-// actAs makes the request's changes the admin's, in the audit log: the
-// configured password and admin token are the operator.
-func (s *Server) actAs(c *gin.Context, id string) {
-	a := seckill.Actor{ID: id, Role: seckill.RoleOperator, IP: c.ClientIP()}
+// actAs makes the request's changes a's, in the audit log and in what
+// package sales lets it see.
+func (s *Server) actAs(c *gin.Context, a seckill.Actor) {
+	a.IP = c.ClientIP()
 	c.Request = c.Request.WithContext(seckill.WithActor(c.Request.Context(), a))
 }
 
-// adminAuth checks the bearer admin token or the admin session cookie.
-func (s *Server) adminAuth(c *gin.Context) error {
+// operator is the configured admin password's and token's actor.
+var operator = seckill.Actor{ID: seckill.RoleOperator, Role: seckill.RoleOperator}
+
+// adminAuth checks the bearer admin token or the admin session cookie and
+// returns whose it is.
+func (s *Server) adminAuth(c *gin.Context) (seckill.Actor, error) {
 	if tok, ok := bearer(c); ok {
-		return s.Admins.CheckToken(tok)
+		return operator, s.Admins.CheckToken(tok)
 	}
 	sess, _ := c.Cookie(adminCookie)
-	return s.Admins.Check(c.Request.Context(), sess)
+	who, err := s.Admins.Check(c.Request.Context(), sess)
+	if err != nil {
+		return seckill.Actor{}, err
+	}
+	id, ok := merchants.ParseWho(who)
+	if !ok {
+		return operator, nil
+	}
+	m, err := s.Merchants.Active(c.Request.Context(), id)
+	if err != nil {
+		return seckill.Actor{}, err
+	}
+	return merchantActor(m), nil
 }
 
-// adminSession tells the admin page whether it is logged in, without a
-// 401 (which a browser logs as an error) when it is not.
+func merchantActor(m seckill.Merchant) seckill.Actor {
+	return seckill.Actor{ID: m.Email, Role: seckill.RoleMerchant, MerchantID: m.ID}
+}
+
+// adminSession tells the admin page whether it is logged in, and as
+// whom, without a 401 (which a browser logs as an error) when it is not.
 func (s *Server) adminSession(c *gin.Context) {
-	err := s.adminAuth(c)
+	a, err := s.adminAuth(c)
 	if err != nil && seckill.CodeOf(err) != seckill.CodeUnauthenticated {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"signed_in": err == nil})
+	if err != nil {
+		c.JSON(http.StatusOK, gin.H{"signed_in": false})
+		return
+	}
+	body := gin.H{"signed_in": true, "role": a.Role, "actor": a.ID}
+	if a.MerchantID > 0 {
+		body["merchant_id"] = a.MerchantID
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 type loginRequest struct {
-	Password string `json:"password"`
+	Email    *string `json:"email"`
+	Password string  `json:"password"`
+	TOTP     string  `json:"totp"`
+}
+
+// adminLogin checks a login: {"password"} the operator's, {"email",
+// "password", "totp"} a merchant's; the request acts as whom it names
+// (for the audit row of a failed login too).
+func (s *Server) adminLogin(c *gin.Context, req loginRequest) (string, time.Time, error) {
+	if req.Email == nil {
+		s.actAs(c, operator)
+		return s.Admins.Login(c.Request.Context(), req.Password)
+	}
+	email, _ := identity.NormalizeEmail(*req.Email)
+	s.actAs(c, seckill.Actor{ID: email, Role: seckill.RoleMerchant})
+	m, err := s.Merchants.Login(c.Request.Context(), *req.Email, req.Password, req.TOTP)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	s.actAs(c, merchantActor(m))
+	return s.Admins.Open(c.Request.Context(), merchants.Who(m.ID))
 }
 
 // login opens an admin session. Attempts are limited per client IP, so a
@@ -152,9 +204,14 @@ func (s *Server) login(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	s.actAs(c, seckill.RoleOperator)
+	if req.Email != nil { // per account too, against guessing from many addresses
+		email, _ := identity.NormalizeEmail(*req.Email)
+		if !s.throttleKey(c, s.logins, "merchant:"+email, "login attempts for this account") {
+			return
+		}
+	}
+	sess, exp, err := s.adminLogin(c, req)
 	ctx := c.Request.Context()
-	sess, exp, err := s.Admins.Login(ctx, req.Password)
 	if seckill.CodeOf(err) == seckill.CodeUnauthenticated {
 		if rerr := s.Sales.Record(ctx, seckill.AuditLoginFailed); rerr != nil {
 			slog.Warn("a failed login not in the audit log", "err", rerr)

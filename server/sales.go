@@ -28,10 +28,12 @@ type saleJSON struct {
 	Buckets      int           `json:"buckets"`
 	// RequireTicket and PowDifficulty tell the shopper page what a buy
 	// needs (API.md, buy tickets).
-	RequireTicket bool      `json:"require_ticket"`
-	PowDifficulty int       `json:"pow_difficulty"`
-	VerifiedOnly  bool      `json:"verified_only"`
-	ServerTime    time.Time `json:"server_time"`
+	RequireTicket bool `json:"require_ticket"`
+	PowDifficulty int  `json:"pow_difficulty"`
+	VerifiedOnly  bool `json:"verified_only"`
+	// MerchantID is whose sale it is (0: the operator's).
+	MerchantID int64     `json:"merchant_id"`
+	ServerTime time.Time `json:"server_time"`
 }
 
 // saleView shows a sale with its live stock at now.
@@ -41,7 +43,7 @@ func saleView(v sales.View, now time.Time) saleJSON {
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
-		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, ServerTime: now.UTC(),
+		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, MerchantID: sl.MerchantID, ServerTime: now.UTC(),
 	}
 }
 
@@ -105,6 +107,9 @@ type saleRequest struct {
 	PowDifficulty *int  `json:"pow_difficulty"`
 	// VerifiedOnly sells only to verified identities (optional on create).
 	VerifiedOnly *bool `json:"verified_only"`
+	// MerchantID names the merchant whose sale it is (the operator only;
+	// a merchant's sales are its own).
+	MerchantID *int64 `json:"merchant_id"`
 }
 
 // patch is the request as a change to a sale. Names lose surrounding white
@@ -112,7 +117,7 @@ type saleRequest struct {
 func (r saleRequest) patch() seckill.SalePatch {
 	return seckill.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
 		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly}
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, MerchantID: r.MerchantID}
 }
 
 func trimmed(s *string) *string {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
+	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/tickets"
@@ -78,6 +79,8 @@ type Deps struct {
 	Admins   *sessions.Admins
 	// Identity are the shoppers' sign-ins offered.
 	Identity Identity
+	// Merchants are the admin panel's merchants.
+	Merchants *merchants.Service
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -191,6 +194,12 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/end", s.act(seckill.ActionEnd))
 	authed.GET("/sales/:id/stats", s.saleStats)
 	authed.GET("/audit", s.auditLog)
+	authed.POST("/merchants", s.createMerchant)
+	authed.GET("/merchants", s.listMerchants)
+	authed.POST("/merchants/:id/disable", s.setMerchantDisabled(true))
+	authed.POST("/merchants/:id/enable", s.setMerchantDisabled(false))
+	authed.POST("/me/totp", s.enrolTOTP)
+	authed.POST("/me/totp/confirm", s.confirmTOTP)
 
 	e.GET("/ws/sales/:id", s.serveWS)
 	s.pages(e)

@@ -42,16 +42,25 @@ func NewAdmins(rdb redis.UniversalClient, cfg Config, now func() time.Time) *Adm
 	return &Admins{rdb: rdb, keys: keys{cfg.Prefix}, password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
 }
 
-// Login opens a session for the right password and returns its token and
-// expiry, or ErrWrongPassword.
+// Login opens the operator's session for the right password and returns
+// its token and expiry, or ErrWrongPassword.
 func (a *Admins) Login(ctx context.Context, password string) (string, time.Time, error) {
 	if !a.checkPassword(password) {
 		return "", time.Time{}, ErrWrongPassword
 	}
+	return a.Open(ctx, Operator)
+}
+
+// Operator is who the operator's sessions are of.
+const Operator = "operator"
+
+// Open opens a session of who (Operator, or "merchant:<id>", whose
+// credentials the caller checked) and returns its token and expiry.
+func (a *Admins) Open(ctx context.Context, who string) (string, time.Time, error) {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	sess := hex.EncodeToString(b)
-	if err := a.rdb.Set(ctx, a.keys.admin(sess), "1", AdminTTL).Err(); err != nil {
+	if err := a.rdb.Set(ctx, a.keys.admin(sess), who, AdminTTL).Err(); err != nil {
 		return "", time.Time{}, failed("open an admin session", err)
 	}
 	return sess, a.now().Add(AdminTTL), nil
@@ -76,20 +85,22 @@ func (a *Admins) CheckToken(tok string) error {
 	return ErrAdminToken
 }
 
-// Check accepts a live admin session (ErrNoAdmin for no session,
-// ErrAdminEnded for one that ended).
-func (a *Admins) Check(ctx context.Context, sess string) error {
+// Check accepts a live admin session and says whose it is (ErrNoAdmin for
+// no session, ErrAdminEnded for one that ended).
+func (a *Admins) Check(ctx context.Context, sess string) (string, error) {
 	if len(sess) != 64 {
-		return ErrNoAdmin
+		return "", ErrNoAdmin
 	}
-	n, err := a.rdb.Exists(ctx, a.keys.admin(sess)).Result()
-	if err != nil {
-		return failed("admin session", err)
+	who, err := a.rdb.Get(ctx, a.keys.admin(sess)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", ErrAdminEnded
+	case err != nil:
+		return "", failed("admin session", err)
+	case who == "1": // a session from before merchants
+		who = Operator
 	}
-	if n == 0 {
-		return ErrAdminEnded
-	}
-	return nil
+	return who, nil
 }
 
 // Logout ends an admin session.

@@ -10,6 +10,7 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
@@ -46,7 +47,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
-		Identity: id, Ready: s.Ready(), Registry: registry, Now: now,
+		Identity: id, Merchants: merchants.New(s.Ledger, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if id.OIDC != nil {
 		d.Shoppers.Accept(id.OIDC)

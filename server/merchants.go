@@ -1,0 +1,123 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill"
+)
+
+// merchantJSON is a merchant as the API shows it.
+type merchantJSON struct {
+	ID        int64     `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Disabled  bool      `json:"disabled"`
+	TOTP      bool      `json:"totp"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func merchantView(m seckill.Merchant) merchantJSON {
+	return merchantJSON{ID: m.ID, Email: m.Email, Name: m.Name, Role: seckill.RoleMerchant, Disabled: m.Disabled,
+		TOTP: m.TOTPConfirmed, CreatedAt: m.CreatedAt.UTC()}
+}
+
+type merchantRequest struct {
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+// createMerchant opens a merchant account (the operator only).
+func (s *Server) createMerchant(c *gin.Context) {
+	var req merchantRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	m, err := s.Merchants.Create(c.Request.Context(), req.Email, req.Name, req.Password)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, merchantView(m))
+}
+
+// listMerchants lists the merchants (the operator only).
+func (s *Server) listMerchants(c *gin.Context) {
+	ms, err := s.Merchants.List(c.Request.Context())
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	out := make([]merchantJSON, len(ms))
+	for i, m := range ms {
+		out[i] = merchantView(m)
+	}
+	c.JSON(http.StatusOK, gin.H{"merchants": out})
+}
+
+var errMerchantID = invalid("Merchant id must be a positive integer.")
+
+// setMerchantDisabled disables or enables a merchant (the operator only).
+func (s *Server) setMerchantDisabled(disabled bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+		if err != nil || id <= 0 {
+			abort(c, errMerchantID)
+			return
+		}
+		m, err := s.Merchants.SetDisabled(c.Request.Context(), id, disabled)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, merchantView(m))
+	}
+}
+
+// errNotMerchant asks the operator for something only merchants have.
+var errNotMerchant = seckill.Errorf(seckill.CodeForbidden, "A second factor is for merchant accounts; the operator's password is configured.")
+
+// enrolTOTP starts the signed-in merchant's second factor:
+// {"secret", "otpauth_url"} for an authenticator app.
+func (s *Server) enrolTOTP(c *gin.Context) {
+	a := seckill.ActorOf(c.Request.Context())
+	if a.Role != seckill.RoleMerchant {
+		abort(c, errNotMerchant)
+		return
+	}
+	secret, url, err := s.Merchants.EnrolTOTP(c.Request.Context(), a.MerchantID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"secret": secret, "otpauth_url": url})
+}
+
+type codeRequest struct {
+	Code string `json:"code"`
+}
+
+// confirmTOTP confirms the enrolment with a code of the app.
+func (s *Server) confirmTOTP(c *gin.Context) {
+	a := seckill.ActorOf(c.Request.Context())
+	if a.Role != seckill.RoleMerchant {
+		abort(c, errNotMerchant)
+		return
+	}
+	var req codeRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	if err := s.Merchants.ConfirmTOTP(c.Request.Context(), a.MerchantID, req.Code); err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"totp": true})
+}
