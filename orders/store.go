@@ -422,3 +422,28 @@ func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) 
 	}
 	return t, nil
 }
+
+const selectSoldTimes = `SELECT created_at, qty FROM orders WHERE sale_id = ? AND created_at >= ? AND created_at < ?`
+
+// SoldHistory counts the units of a sale's orders (as the ledger holds
+// them) placed in each of n equal slices of [from, to), cumulated: the
+// units sold by each slice's end.
+func (s *Store) SoldHistory(ctx context.Context, sale int64, from, to time.Time, n int) ([]int64, error) {
+	var rows []struct {
+		At  time.Time `db:"created_at"`
+		Qty int64     `db:"qty"`
+	}
+	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectSoldTimes, sale, from.UTC(), to.UTC()); err != nil {
+		return nil, failed(fmt.Sprintf("history of sale %d", sale), err)
+	}
+	out := make([]int64, n)
+	span := to.Sub(from)
+	for _, r := range rows {
+		i := min(n-1, max(0, int(int64(n)*int64(r.At.Sub(from))/int64(max(span, 1)))))
+		out[i] += r.Qty
+	}
+	for i := 1; i < n; i++ {
+		out[i] += out[i-1]
+	}
+	return out, nil
+}

@@ -25,6 +25,7 @@ type Ledger interface {
 	Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error)
 	MerchantSales(ctx context.Context, merchant int64, limit int) ([]seckill.Sale, error)
 	Merchant(ctx context.Context, id int64) (seckill.Merchant, error)
+	SoldHistory(ctx context.Context, sale int64, from, to time.Time, n int) ([]int64, error)
 	Totals(ctx context.Context, sale int64) (seckill.Totals, error)
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
@@ -157,6 +158,43 @@ func (s *Service) Get(ctx context.Context, id int64) (View, error) {
 		return View{}, err
 	}
 	return s.view(ctx, sl)
+}
+
+// HistoryPoint is the units sold by a time.
+type HistoryPoint struct {
+	At   time.Time
+	Sold int64
+}
+
+// historySlices is how many points a sale's history has.
+const historySlices = 60
+
+// History returns the units a sale sold from its start until now (or its
+// end), in historySlices points: the dashboard's chart from the opening,
+// not from when the page was opened.
+func (s *Service) History(ctx context.Context, id int64) ([]HistoryPoint, error) {
+	v, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	from, to := v.Sale.StartsAt, s.now()
+	if v.Sale.EndsAt.Before(to) {
+		to = v.Sale.EndsAt
+	}
+	if !to.After(from) {
+		return []HistoryPoint{}, nil
+	}
+	sold, err := s.ledger.SoldHistory(ctx, id, from, to, historySlices)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HistoryPoint, 0, len(sold)+1)
+	out = append(out, HistoryPoint{At: from})
+	step := to.Sub(from) / historySlices
+	for i, n := range sold {
+		out = append(out, HistoryPoint{At: from.Add(step * time.Duration(i+1)), Sold: n})
+	}
+	return out, nil
 }
 
 // errHandOver is a merchant giving its sale to another.

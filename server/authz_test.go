@@ -102,6 +102,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"POST /admin/api/sales/{id}/resume":      {owned: true},
 		"POST /admin/api/sales/{id}/end":         {owned: true},
 		"GET /admin/api/sales/{id}/stats":        {owned: true},
+		"GET /admin/api/sales/{id}/history":      {owned: true},
 		"GET /admin/api/audit":                   {},
 		"POST /admin/api/merchants":              {operatorOnly: true, body: map[string]any{"email": "new@shop.example", "name": "New", "password": "a long password"}},
 		"GET /admin/api/merchants":               {operatorOnly: true},

@@ -193,6 +193,7 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/resume", s.act(seckill.ActionResume))
 	authed.POST("/sales/:id/end", s.act(seckill.ActionEnd))
 	authed.GET("/sales/:id/stats", s.saleStats)
+	authed.GET("/sales/:id/history", s.saleHistory)
 	authed.GET("/audit", s.auditLog)
 	authed.POST("/merchants", s.createMerchant)
 	authed.GET("/merchants", s.listMerchants)

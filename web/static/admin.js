@@ -1,6 +1,9 @@
-// The merchant admin panel: login, sales list, create/edit form, restock,
-// pause/resume/end, live dashboard. Hash routes: #/, #/new, #/sales/{id},
-// #/sales/{id}/edit.
+// The merchant admin panel: login (the operator's password, or a
+// merchant's email, password and code), sales list, create/edit form,
+// restock, pause/resume/end, live dashboard with the sale's history and
+// audit timeline, the audit log, merchants (the operator), the second
+// factor (a merchant). Hash routes: #/, #/new, #/sales/{id},
+// #/sales/{id}/edit, #/audit, #/merchants, #/me.
 import { $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
 import { Code, Phase } from "./codes.js";
 
@@ -12,13 +15,30 @@ function toast(msg) {
   setTimeout(() => t.remove(), 3000);
 }
 
-function signedIn(yes) {
-  $("#who").replaceChildren(...(yes ? [el("button", { class: "ghost small", id: "logout", onclick: logout }, "Log out")] : []));
+let me = null; // GET /admin/api/session: {role, actor, merchant_id?}
+
+function signedIn(session) {
+  me = session && session.signed_in ? session : null;
+  $("#nav-merchants").hidden = !me || me.role !== "operator";
+  if (!me) return $("#who").replaceChildren();
+  $("#who").replaceChildren(...[
+    el("span", { class: "hide-narrow muted-light" }, me.role === "operator" ? "Operator" : userText(me.actor)),
+    me.role === "merchant" ? el("a", { class: "button ghost small hide-narrow", href: "#/me", id: "second-factor" }, "Second factor") : null,
+    el("button", { class: "ghost small", id: "logout", onclick: logout }, "Log out"),
+  ].filter(Boolean));
+}
+
+// whoAmI asks who the session is, and shows it.
+async function whoAmI() {
+  let s = { signed_in: false };
+  try { s = await api("GET", "/admin/api/session"); } catch (e) { /* shown as logged out */ }
+  signedIn(s);
+  return me;
 }
 
 async function logout() {
   try { await api("POST", "/admin/api/logout"); } catch (e) { /* gone anyway */ }
-  signedIn(false);
+  signedIn(null);
   loginView();
 }
 
@@ -28,7 +48,7 @@ async function guard(fn) {
     return await fn();
   } catch (e) {
     if (e.code === Code.Unauthenticated) {
-      signedIn(false);
+      signedIn(null);
       loginView();
       return undefined;
     }
@@ -39,7 +59,9 @@ async function guard(fn) {
 function loginView() {
   const v = pg.begin();
   nav("");
+  const email = el("input", { type: "email", id: "email", autocomplete: "username", maxlength: "254" });
   const pw = el("input", { type: "password", id: "password", autocomplete: "current-password", required: true });
+  const code = el("input", { id: "totp", inputmode: "numeric", autocomplete: "one-time-code", maxlength: "6", pattern: "[0-9]{6}" });
   const err = el("span", { class: "err", id: "login-error" });
   const submit = el("button", { class: "primary", type: "submit", id: "login" }, "Log in");
   v.show(el("form", { class: "card signin", onsubmit: async (ev) => {
@@ -47,20 +69,23 @@ function loginView() {
     submit.disabled = true;
     err.textContent = "";
     try {
-      await api("POST", "/admin/api/login", { password: pw.value });
-      signedIn(true);
+      const body = email.value.trim() ? { email: email.value.trim(), password: pw.value, totp: code.value.trim() } : { password: pw.value };
+      await api("POST", "/admin/api/login", body);
+      await whoAmI();
       if (location.hash === "#/") route();
       else location.hash = "#/"; // hashchange routes
-
     } catch (e) {
       err.textContent = e.message;
     }
     submit.disabled = false;
   } },
-  el("h1", {}, "Merchant login"),
-  el("label", {}, "Password", pw, err),
+  el("h1", {}, "Admin login"),
+  el("label", {}, "Email (merchants; empty for the operator)", email),
+  el("label", {}, "Password", pw),
+  el("label", {}, "Code from your authenticator app (if you enrolled one)", code),
+  err,
   submit));
-  pw.focus();
+  email.focus();
 }
 
 async function act(id, action, body) {
@@ -75,7 +100,7 @@ async function act(id, action, body) {
 }
 
 function controls(sale, after) {
-  const qty = el("input", { type: "number", min: "1", value: "100", style: "width:6rem", "aria-label": "units to add", id: `restock-qty-${sale.id}` });
+  const qty = el("input", { type: "number", min: "1", value: "100", style: "width:6rem", id: `restock-qty-${sale.id}` });
   const b = (label, action, show, cls = "small") => show
     ? el("button", { class: cls, "data-action": action, onclick: async () => { if (await act(sale.id, action)) after(); } }, label)
     : null;
@@ -83,7 +108,7 @@ function controls(sale, after) {
     b("Pause", "pause", sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut),
     b("Resume", "resume", sale.status === Phase.Paused),
     b("End", "end", sale.status !== Phase.Ended),
-    sale.status !== Phase.Ended ? el("span", { class: "row" }, qty,
+    sale.status !== Phase.Ended ? el("span", { class: "row" }, el("label", { class: "inline", for: `restock-qty-${sale.id}` }, "Units to add"), qty,
       el("button", { class: "small", "data-action": "restock", onclick: async () => {
         if (await act(sale.id, "restock", { qty: Number(qty.value) })) after();
       } }, "Restock")) : null);
@@ -99,7 +124,6 @@ async function salesView() {
     return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!list) return;
-  signedIn(true);
   const sales = list.sales;
   const rows = sales.map((s) => el("tr", { "data-sale": s.id },
     el("td", {}, s.id),
@@ -112,7 +136,7 @@ async function salesView() {
       el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
       s.status !== Phase.Ended ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
   v.show(
-    el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Sales"),
+    el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, me && me.role === "merchant" ? "My sales" : "Sales"),
       el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
     sales.length ? el("div", { class: "table-wrap" }, el("table", { id: "sales" },
       el("thead", {}, el("tr", {}, ["#", "Sale", "Status", "Sold", "Price", "Window", ""].map((h, i) =>
@@ -198,6 +222,11 @@ async function formView(id) {
         }
         body[k] = d.toISOString();
       } else {
+        if (v === "") {
+          errs[k].textContent = "required";
+          input.classList.add("invalid");
+          continue;
+        }
         body[k] = v;
       }
     }
@@ -269,7 +298,7 @@ function chart(canvas, points, total) {
   line("remaining", "#9aa3b2");
   line("sold", "#e0312f");
   g.fillStyle = "#647084";
-  g.fillText(`${duration(t1 - t0)} shown`, w - 80, h - 4);
+  g.fillText(`since ${new Date(t0).toLocaleTimeString()}`, w - 110, h - 4);
 }
 
 async function dashboardView(id) {
@@ -282,7 +311,6 @@ async function dashboardView(id) {
     return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!sale) return;
-  signedIn(true);
   noteServerTime(sale.server_time);
   const cells = {}, rates = {};
   const stat = (key, label) => el("div", { class: "card stat" }, cells[key] = el("div", { class: "n", id: `stat-${key}` }, "–"), el("div", { class: "l" }, label));
@@ -294,7 +322,14 @@ async function dashboardView(id) {
   // Shown only while the dead-letter queue holds messages.
   const dead = el("p", { class: "result warn", id: "dead-letters", hidden: true });
   const capped = el("div", { id: "first-capped" });
+  const timeline = el("div", { id: "timeline" }, el("span", { class: "muted" }, "Loading…"));
+  // The chart starts at the sale's opening: the ledger's history, then
+  // the live figures.
   const points = [];
+  try {
+    const h = await guard(() => api("GET", `/admin/api/sales/${id}/history`));
+    for (const p of (h && h.points) || []) points.push({ t: Date.parse(p.at), sold: p.sold, remaining: Math.max(0, sale.total - p.sold) });
+  } catch (e) { /* the live figures alone */ }
   let prev = null;
   let stats = null;
   // Answers may arrive after the merchant has left this view: drop them.
@@ -374,7 +409,10 @@ async function dashboardView(id) {
     el("div", { class: "card" }, canvas,
       el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),
     el("h2", {}, "Controls"),
-    el("div", { class: "card" }, ctl));
+    el("div", { class: "card" }, ctl),
+    el("h2", {}, "History of changes"),
+    el("div", { class: "card" }, timeline));
+  loadTimeline(timeline, id);
   v.keep(() => { live = false; });
   v.keep(ticker(refresh, 1000));
   v.keep(ticker(render, 500));
@@ -388,9 +426,126 @@ async function dashboardView(id) {
   }));
 }
 
+// auditList shows audit rows: when, who, what, and the fields before and
+// after.
+function auditList(rows, withSale) {
+  if (!rows.length) return el("p", { class: "muted" }, "Nothing recorded yet.");
+  const fields = (o) => o ? Object.entries(o).map(([k, v]) => `${k}: ${v}`).join(", ") : "";
+  return el("div", { class: "table-wrap" }, el("table", { class: "audit" },
+    el("thead", {}, el("tr", {}, ["When", "Who", "What", ...(withSale ? ["Sale"] : []), "Before", "After", "From"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", { "data-audit": r.id },
+      el("td", { class: "muted" }, localTime(r.at)), el("td", {}, userText(r.actor), el("div", { class: "muted small" }, r.role)),
+      el("td", { class: "mono" }, r.action), ...(withSale ? [el("td", {}, r.sale_id ? el("a", { href: `#/sales/${r.sale_id}` }, r.sale_id) : "")] : []),
+      el("td", { class: "muted" }, userText(fields(r.before))), el("td", {}, userText(fields(r.after))), el("td", { class: "muted mono" }, r.ip))))));
+}
+
+async function loadTimeline(box, id) {
+  try {
+    const a = await guard(() => api("GET", `/admin/api/audit?sale_id=${id}&limit=100`));
+    if (a) box.replaceChildren(auditList(a.entries, false));
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "result bad" }, e.message));
+  }
+}
+
+// auditView is the whole audit log (a merchant's: its sales and logins),
+// a page at a time, with a CSV export.
+async function auditView(before) {
+  const v = pg.begin();
+  nav("audit");
+  let a;
+  try {
+    a = await guard(() => api("GET", `/admin/api/audit?limit=50${before ? `&before_id=${before}` : ""}`));
+  } catch (e) {
+    return v.show(el("p", { class: "result bad" }, e.message));
+  }
+  if (!a) return;
+  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Audit log"),
+    el("a", { class: "button small", href: "/admin/api/audit?format=csv&limit=500", download: "seckill-audit.csv", id: "audit-csv" }, "Export CSV")),
+  auditList(a.entries, true),
+  a.next_before_id ? el("button", { class: "small", id: "audit-more", onclick: () => auditView(a.next_before_id) }, "Older entries") : null);
+}
+
+// merchantsView lets the operator create, disable and enable merchants.
+async function merchantsView() {
+  const v = pg.begin();
+  nav("merchants");
+  let list;
+  try {
+    list = await guard(() => api("GET", "/admin/api/merchants"));
+  } catch (e) {
+    return v.show(el("p", { class: "result bad" }, e.message));
+  }
+  if (!list) return;
+  const toggle = (m) => el("button", { class: "small", "data-toggle": m.id, onclick: async () => {
+    try {
+      await guard(() => api("POST", `/admin/api/merchants/${m.id}/${m.disabled ? "enable" : "disable"}`));
+      merchantsView();
+    } catch (e) { toast(e.message); }
+  } }, m.disabled ? "Enable" : "Disable");
+  const email = el("input", { id: "m-email", type: "email", required: true, maxlength: "254" });
+  const name = el("input", { id: "m-name", required: true, maxlength: "200" });
+  const password = el("input", { id: "m-password", type: "password", required: true, minlength: "10", autocomplete: "new-password" });
+  const err = el("div", { id: "m-error" });
+  const create = el("button", { class: "primary", type: "submit", id: "m-create" }, "Create merchant");
+  v.show(el("h1", {}, "Merchants"),
+    list.merchants.length ? el("div", { class: "table-wrap" }, el("table", { id: "merchants" },
+      el("thead", {}, el("tr", {}, ["#", "Merchant", "Status", "Second factor", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, list.merchants.map((m) => el("tr", { "data-merchant": m.id },
+        el("td", {}, m.id), el("td", {}, el("strong", {}, userText(m.name)), el("div", { class: "muted" }, userText(m.email))),
+        el("td", {}, el("span", { class: `badge ${m.disabled ? Phase.Ended : Phase.Active}` }, m.disabled ? "disabled" : "enabled")),
+        el("td", {}, m.totp ? "enrolled" : "—"), el("td", {}, toggle(m)))))))
+      : el("p", { class: "empty" }, "No merchants yet."),
+    el("h2", {}, "New merchant"),
+    el("form", { class: "card sale-form", id: "merchant-form", onsubmit: async (ev) => {
+      ev.preventDefault();
+      err.replaceChildren();
+      create.disabled = true;
+      try {
+        const m = await guard(() => api("POST", "/admin/api/merchants", { email: email.value.trim(), name: name.value.trim(), password: password.value }));
+        if (m) { toast(`Merchant ${m.email} created`); merchantsView(); }
+      } catch (e) {
+        err.replaceChildren(el("div", { class: "result bad" }, e.message));
+      }
+      create.disabled = false;
+    } },
+    el("label", {}, "Email", email), el("label", {}, "Name", name),
+    el("label", {}, "First password (10 characters or more; tell them to keep it safe)", password),
+    el("div", { class: "full" }, err), el("div", { class: "full" }, create)));
+}
+
+// meView enrols a merchant's second factor: the secret for an
+// authenticator app, confirmed by a code of it.
+async function meView() {
+  const v = pg.begin();
+  nav("");
+  const code = el("input", { id: "totp-code", inputmode: "numeric", maxlength: "6", autocomplete: "one-time-code" });
+  const out = el("div", { id: "totp-result" });
+  const start = el("button", { class: "primary", id: "totp-start", onclick: async () => {
+    try {
+      const e = await guard(() => api("POST", "/admin/api/me/totp"));
+      if (!e) return;
+      out.replaceChildren(el("p", {}, "Add this key to your authenticator app (or open the link on your phone), then type the code it shows:"),
+        el("p", { class: "mono", id: "totp-secret" }, e.secret), el("p", {}, el("a", { href: e.otpauth_url }, "otpauth link")),
+        el("div", { class: "row" }, code, el("button", { class: "primary", id: "totp-confirm", onclick: async () => {
+          try {
+            await guard(() => api("POST", "/admin/api/me/totp/confirm", { code: code.value.trim() }));
+            out.replaceChildren(el("p", { class: "result ok" }, "Second factor on: log in with a code from now on."));
+          } catch (err) { toast(err.message); }
+        } }, "Confirm")));
+    } catch (e) {
+      out.replaceChildren(el("p", { class: "result bad" }, e.message));
+    }
+  } }, "Set up a second factor");
+  v.show(el("h1", {}, "Second factor"), el("div", { class: "card" }, start, out));
+}
+
 function route() {
   const h = location.hash.replace(/^#/, "") || "/";
   let m;
+  if (h === "/audit") return auditView(0);
+  if (h === "/merchants") return merchantsView();
+  if (h === "/me") return meView();
   if (h === "/new") return formView(null);
   if ((m = h.match(/^\/sales\/(\d+)\/edit$/))) return formView(Number(m[1]));
   if ((m = h.match(/^\/sales\/(\d+)$/))) return dashboardView(Number(m[1]));
@@ -399,8 +554,5 @@ function route() {
 
 addEventListener("hashchange", route);
 (async () => {
-  let s = { signed_in: false };
-  try { s = await api("GET", "/admin/api/session"); } catch (e) { /* shown as logged out */ }
-  signedIn(s.signed_in);
-  if (s.signed_in) route(); else loginView();
+  if (await whoAmI()) route(); else loginView();
 })();

@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/seckill/seckill/system/servertest"
+)
+
+// TestMerchantInBrowser: the operator creates a merchant in the panel;
+// the merchant logs in with its email, creates a sale and edits its
+// price; the sale's history of changes shows both, in its name; an empty
+// form flags every required field; the pages at phone width.
+func TestMerchantInBrowser(t *testing.T) {
+	env := servertest.New(t)
+	srv := env.Server(t, nil)
+	site := servertest.HTTP(t, srv.Handler())
+	dir := artifacts(t)
+	b := browser(t)
+
+	op := newTab(t, b, "operator", site.URL)
+	op.logIn("#new-sale")
+	op.do("merchants", chromedp.Navigate(site.URL+"/admin#/merchants"), chromedp.WaitVisible(chromedp.CSS("#merchant-form")),
+		chromedp.SendKeys(chromedp.CSS("#m-email"), "shop@merchant.example"),
+		chromedp.SendKeys(chromedp.CSS("#m-name"), "Corner Shop"),
+		chromedp.SendKeys(chromedp.CSS("#m-password"), "a good long password"),
+		chromedp.Click(chromedp.CSS("#m-create")), chromedp.WaitVisible(chromedp.CSS("[data-merchant]")))
+	op.screenshot(dir, "admin-merchants.png")
+
+	m := newTab(t, b, "merchant", site.URL)
+	m.do("log in by email", chromedp.Navigate(site.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS("#email")),
+		chromedp.SendKeys(chromedp.CSS("#email"), "shop@merchant.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "a good long password"),
+		chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#new-sale")))
+	if got := m.text("#app h1"); got != "My sales" {
+		t.Errorf("a merchant's list is titled %q", got)
+	}
+	m.do("empty form", chromedp.Click(chromedp.CSS("#new-sale")), chromedp.WaitVisible(chromedp.CSS("#sale-form")),
+		chromedp.Click(chromedp.CSS("#save")))
+	for _, f := range []string{"name", "item", "price_cents", "total"} {
+		m.waitJS("flag "+f, fmt.Sprintf(`document.querySelector("#err-%s").textContent !== ""`, f), 5*time.Second)
+	}
+	m.screenshot(dir, "admin-form-empty.png")
+	m.do("fill", chromedp.SendKeys(chromedp.CSS("#f-name"), "Demo drop"), chromedp.SendKeys(chromedp.CSS("#f-item"), "Keyboard K2"),
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "4999"), chromedp.SendKeys(chromedp.CSS("#f-total"), "50"))
+	m.setWindow(-time.Minute)
+	m.do("create", chromedp.Click(chromedp.CSS("#save")))
+	id := m.dashboardSale()
+	sale, err := env.Ledger.Sale(context.Background(), id)
+	if err != nil || sale.MerchantID == 0 {
+		t.Fatalf("the merchant's sale: %+v %v", sale, err)
+	}
+	m.do("edit the price", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d/edit", site.URL, id)), chromedp.WaitVisible(chromedp.CSS("#f-price_cents")),
+		chromedp.SetValue(chromedp.CSS("#f-price_cents"), "49"), chromedp.Click(chromedp.CSS("#save")))
+	m.waitJS("timeline", `document.querySelectorAll("#timeline [data-audit]").length === 2`, 10*time.Second)
+	timeline := m.text("#timeline tbody")
+	for _, want := range []string{"sale.patch", "price_cents: 4999", "price_cents: 49", "sale.create", "shop@merchant.example"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
+		}
+	}
+	m.screenshot(dir, "admin-timeline.png")
+
+	// The operator sees the merchant's sale and its changes in the log.
+	op.do("audit log", chromedp.Navigate(site.URL+"/admin#/audit"), chromedp.WaitVisible(chromedp.CSS("[data-audit]")))
+	op.screenshot(dir, "admin-audit.png")
+
+	// At phone width.
+	m.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(site.URL+"/admin#/"), chromedp.WaitVisible(chromedp.CSS("#sales")))
+	m.waitJS("names whole", `(() => { const a = document.querySelector("#sales td a strong"); return a && a.getClientRects().length <= 2 })()`, 5*time.Second)
+	m.screenshot(dir, "admin-phone-sales.png")
+	m.do("phone dashboard", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d", site.URL, id)), chromedp.WaitVisible(chromedp.CSS("#timeline [data-audit]")))
+	m.screenshot(dir, "admin-phone-dashboard.png")
+	for _, tb := range []*tab{op, m} {
+		tb.checkConsole()
+	}
+}
