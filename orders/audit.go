@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -102,14 +103,31 @@ var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "a
 // user (as 'name'@'host') what it needs on database db and no more: it
 // may read, insert, update and delete the ledger's rows, but only read
 // and append to the audit log, so no bug and no stolen credential of the
-// application rewrites history. Migrations run as another user (seckill
-// migrate with the owner's DSN), before these.
+// application rewrites history. Migrations run as the schema's owner
+// (seckill migrate with its DSN). CREATE lets the grants be given before
+// the tables exist (MySQL requires it then); it creates a missing table,
+// never alters or drops one.
 func AppGrants(db, user string) []string {
 	out := make([]string, 0, len(ledgerTables)+2)
 	for _, t := range ledgerTables {
-		out = append(out, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE ON `%s`.`%s` TO %s", db, t, user))
+		out = append(out, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON `%s`.`%s` TO %s", db, t, user))
 	}
 	return append(out,
-		fmt.Sprintf("GRANT SELECT ON `%s`.`goose_db_version` TO %s", db, user),
-		fmt.Sprintf("GRANT SELECT, INSERT ON `%s`.`audit_log` TO %s", db, user))
+		fmt.Sprintf("GRANT SELECT, CREATE ON `%s`.`goose_db_version` TO %s", db, user),
+		fmt.Sprintf("GRANT SELECT, INSERT, CREATE ON `%s`.`audit_log` TO %s", db, user))
+}
+
+// AppUserSQL is the script that creates the application's user with
+// AppGrants on database db (configs/mysql-app-user.sql, which
+// docker-compose.yml runs when MySQL starts empty).
+func AppUserSQL(db, user, password string) string {
+	var b strings.Builder
+	b.WriteString("-- The application's MySQL user: the ledger's rows, and only SELECT and\n")
+	b.WriteString("-- INSERT on the audit log (orders.AppGrants; a test keeps this file equal\n")
+	b.WriteString("-- to it). Migrations run as root: `seckill migrate`.\n")
+	fmt.Fprintf(&b, "CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s';\n", user, password)
+	for _, g := range AppGrants(db, user) {
+		b.WriteString(g + ";\n")
+	}
+	return b.String()
 }

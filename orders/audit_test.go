@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,9 +59,19 @@ func TestAuditLogAppendOnly(t *testing.T) {
 			t.Errorf("%s as the application: %v, want denied", q, err)
 		}
 	}
+	// It runs a process (seckill all migrates first: nothing to do here).
+	if _, err := orders.Migrate(ctx, db); err != nil {
+		t.Errorf("migrate an up-to-date schema as the application: %v", err)
+	}
 	// The ledger's own tables stay writable for it.
 	if _, err := db.Exec("UPDATE sales SET name = name WHERE id = 0"); err != nil {
 		t.Errorf("the application updates sales: %v", err)
+	}
+
+	// docker-compose.yml's script is these grants.
+	want := orders.AppUserSQL("seckill", "'seckill'@'%'", "seckill")
+	if got, err := os.ReadFile("../configs/mysql-app-user.sql"); err != nil || string(got) != want {
+		t.Errorf("configs/mysql-app-user.sql differs from orders.AppUserSQL (%v); it should be:\n%s", err, want)
 	}
 
 	lite := orders.NewStore(servertest.SQLite(t))
