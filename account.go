@@ -41,6 +41,9 @@ type Merchant struct {
 	TOTPConfirmed bool
 	TOTPStep      int64
 	Disabled      bool
+	// SessionsAfter (unix ms): sessions opened until then are refused;
+	// disabling sets it, so enabling again brings none back.
+	SessionsAfter int64
 	CreatedAt     time.Time
 }
 

@@ -24,8 +24,17 @@ const (
 	RoleSystem   = "system"
 )
 
-// Owns reports whether the actor may see and change a sale of merchant.
-func (a Actor) Owns(merchant int64) bool { return a.Role != RoleMerchant || a.MerchantID == merchant }
+// Owns reports whether the actor may see and change a sale of merchant:
+// the operator and the system every sale, a merchant its own.
+func (a Actor) Owns(merchant int64) bool {
+	switch a.Role {
+	case RoleOperator, RoleSystem:
+		return true
+	case RoleMerchant:
+		return a.MerchantID > 0 && a.MerchantID == merchant
+	}
+	return false
+}
 
 type actorKey struct{}
 
@@ -70,6 +79,11 @@ type AuditEntry struct {
 	Action string
 	// SaleID is the sale changed (0: none, as for a login).
 	SaleID int64
+	// Owner is the merchant the row belongs to: the sale's owner when it
+	// was written, or the merchant concerned (0: the operator's alone).
+	// A merchant reads its own rows only, so a sale handed over does not
+	// hand over its history.
+	Owner int64
 	// Before and After hold the fields that changed, by their API names
 	// (JSON objects; nil for none).
 	Before, After json.RawMessage
@@ -83,10 +97,8 @@ type AuditFilter struct {
 	Actor    string
 	BeforeID int64
 	Limit    int
-	// Merchant, when set, keeps to the rows a merchant may read: of its
-	// own sales, and its own (as actor MerchantActor).
-	Merchant      int64
-	MerchantActor string
+	// Owner, when set, keeps to the rows of that merchant.
+	Owner int64
 }
 
 // SaleChanges returns the fields of a sale that differ between before and

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"time"
 	"unicode"
@@ -46,10 +45,6 @@ type Accounts struct {
 	mail  Mailer
 	cfg   AccountsConfig
 	now   func() time.Time
-	// hashing bounds the password hashes computed at once (each takes
-	// Argon2.Memory and a core for tens of milliseconds): a burst of
-	// sign-ins waits its turn instead of exhausting memory.
-	hashing chan struct{}
 	// decoy is a hash of no password, checked when an email has no
 	// account, so that such a sign-in costs what a wrong password does.
 	decoy string
@@ -65,8 +60,7 @@ func NewAccounts(store AccountStore, mail Mailer, cfg AccountsConfig, now func()
 	}
 	return &Accounts{
 		store: store, mail: mail, cfg: cfg, now: now,
-		hashing: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		decoy:   cfg.Argon2.Hash(randomToken()),
+		decoy: cfg.Argon2.Hash(randomToken()),
 	}
 }
 
@@ -98,9 +92,9 @@ func NormalizeEmail(email string) (string, error) {
 	return local + "@" + domain, nil
 }
 
-// checkNewPassword refuses a password too short, too long or holding
+// CheckNewPassword refuses a password too short, too long or holding
 // control characters.
-func checkNewPassword(pw string) error {
+func CheckNewPassword(pw string) error {
 	n := utf8.RuneCountInString(pw)
 	switch {
 	case !utf8.ValidString(pw):
@@ -124,7 +118,7 @@ func (a *Accounts) SignUp(ctx context.Context, email, password string) (seckill.
 	if err != nil {
 		return seckill.Account{}, err
 	}
-	if err := checkNewPassword(password); err != nil {
+	if err := CheckNewPassword(password); err != nil {
 		return seckill.Account{}, err
 	}
 	hash, err := a.hash(ctx, password)
@@ -240,27 +234,9 @@ func (a *Accounts) User(ctx context.Context, id string) (sessions.User, error) {
 }
 
 func (a *Accounts) hash(ctx context.Context, password string) (string, error) {
-	if err := a.turn(ctx); err != nil {
-		return "", err
-	}
-	defer func() { <-a.hashing }()
-	return a.cfg.Argon2.Hash(password), nil
+	return HashPassword(ctx, a.cfg.Argon2, password)
 }
 
 func (a *Accounts) check(ctx context.Context, hash, password string) (bool, error) {
-	if err := a.turn(ctx); err != nil {
-		return false, err
-	}
-	defer func() { <-a.hashing }()
-	return CheckPassword(hash, password)
-}
-
-// turn waits for a slot to hash in.
-func (a *Accounts) turn(ctx context.Context) error {
-	select {
-	case a.hashing <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("identity: %w: %w", seckill.ErrClientCancelled, ctx.Err())
-	}
+	return VerifyPassword(ctx, hash, password)
 }

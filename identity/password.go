@@ -1,14 +1,18 @@
 package identity
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/seckill/seckill"
 )
 
 // Argon2 are argon2id's parameters: memory in KiB, passes, lanes.
@@ -58,4 +62,37 @@ func CheckPassword(encoded, password string) (bool, error) {
 	}
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// hashing bounds the password hashes this process computes at once (each
+// takes Argon2.Memory and a core for tens of milliseconds), shoppers' and
+// merchants' alike: a burst of sign-ins waits its turn instead of
+// exhausting memory.
+var hashing = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+func hashTurn(ctx context.Context) error {
+	select {
+	case hashing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("identity: %w: %w", seckill.ErrClientCancelled, ctx.Err())
+	}
+}
+
+// HashPassword is p.Hash in its turn.
+func HashPassword(ctx context.Context, p Argon2, password string) (string, error) {
+	if err := hashTurn(ctx); err != nil {
+		return "", err
+	}
+	defer func() { <-hashing }()
+	return p.Hash(password), nil
+}
+
+// VerifyPassword is CheckPassword in its turn.
+func VerifyPassword(ctx context.Context, encoded, password string) (bool, error) {
+	if err := hashTurn(ctx); err != nil {
+		return false, err
+	}
+	defer func() { <-hashing }()
+	return CheckPassword(encoded, password)
 }

@@ -78,13 +78,18 @@ func (s *Service) Create(ctx context.Context, email, name, password string) (sec
 	if msg := seckill.CheckText(name, 200); msg != "" {
 		fields = append(fields, seckill.FieldError{Field: "name", Message: msg})
 	}
-	if n := len([]rune(password)); n < identity.MinPassword || n > identity.MaxPassword || strings.ContainsAny(password, "\x00\r\n") {
-		fields = append(fields, seckill.FieldError{Field: "password", Message: fmt.Sprintf("must be %d to %d characters", identity.MinPassword, identity.MaxPassword)})
+	var pwErr *seckill.Error
+	if errors.As(identity.CheckNewPassword(password), &pwErr) {
+		fields = append(fields, pwErr.Fields...)
 	}
 	if len(fields) > 0 {
 		return seckill.Merchant{}, seckill.Invalid(fields...)
 	}
-	return s.store.CreateMerchant(ctx, seckill.Merchant{Email: norm, Name: name, PasswordHash: s.argon2.Hash(password)}, s.now())
+	hash, err := identity.HashPassword(ctx, s.argon2, password)
+	if err != nil {
+		return seckill.Merchant{}, err
+	}
+	return s.store.CreateMerchant(ctx, seckill.Merchant{Email: norm, Name: name, PasswordHash: hash}, s.now())
 }
 
 // List returns every merchant (the operator only).
@@ -120,7 +125,7 @@ func (s *Service) Login(ctx context.Context, email, password, code string) (seck
 	case err != nil:
 		return seckill.Merchant{}, err
 	}
-	ok, err := identity.CheckPassword(hash, password)
+	ok, err := identity.VerifyPassword(ctx, hash, password)
 	if err != nil && m.ID != 0 {
 		return seckill.Merchant{}, err
 	}
@@ -142,12 +147,13 @@ func (s *Service) Login(ctx context.Context, email, password, code string) (seck
 	return m, nil
 }
 
-// Active returns the merchant of a session, or ErrDisabled once the
-// operator disabled it.
-func (s *Service) Active(ctx context.Context, id int64) (seckill.Merchant, error) {
+// Active returns the merchant of a session opened at opened (unix ms), or
+// ErrDisabled once the operator disabled it (a session from before a
+// disabling stays refused after an enabling).
+func (s *Service) Active(ctx context.Context, id, opened int64) (seckill.Merchant, error) {
 	m, err := s.store.Merchant(ctx, id)
 	switch {
-	case errors.Is(err, seckill.ErrNoMerchant), err == nil && m.Disabled:
+	case errors.Is(err, seckill.ErrNoMerchant), err == nil && (m.Disabled || opened <= m.SessionsAfter):
 		return seckill.Merchant{}, ErrDisabled
 	case err != nil:
 		return seckill.Merchant{}, err
@@ -155,11 +161,26 @@ func (s *Service) Active(ctx context.Context, id int64) (seckill.Merchant, error
 	return m, nil
 }
 
-// EnrolTOTP starts a merchant's second factor: a new secret and its
-// otpauth:// URL for an authenticator app. It is asked at login only once
-// ConfirmTOTP saw a code of it.
-func (s *Service) EnrolTOTP(ctx context.Context, id int64) (secret, url string, err error) {
-	m, err := s.Active(ctx, id)
+// errNotMerchant asks for what only merchants have.
+var errNotMerchant = seckill.Errorf(seckill.CodeForbidden, "A second factor is for merchant accounts; the operator's password is configured.")
+
+// me is the merchant acting in ctx.
+func me(ctx context.Context) (int64, error) {
+	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant && a.MerchantID > 0 {
+		return a.MerchantID, nil
+	}
+	return 0, errNotMerchant
+}
+
+// EnrolTOTP starts the acting merchant's second factor: a new secret and
+// its otpauth:// URL for an authenticator app. It is asked at login only
+// once ConfirmTOTP saw a code of it.
+func (s *Service) EnrolTOTP(ctx context.Context) (secret, url string, err error) {
+	id, err := me(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	m, err := s.store.Merchant(ctx, id)
 	if err != nil {
 		return "", "", err
 	}
@@ -176,10 +197,14 @@ func (s *Service) EnrolTOTP(ctx context.Context, id int64) (secret, url string, 
 	return key.Secret(), key.URL(), nil
 }
 
-// ConfirmTOTP confirms the enrolment with a code of the app; from then on
-// the merchant logs in with a code.
-func (s *Service) ConfirmTOTP(ctx context.Context, id int64, code string) error {
-	m, err := s.Active(ctx, id)
+// ConfirmTOTP confirms the acting merchant's enrolment with a code of the
+// app; from then on it logs in with a code.
+func (s *Service) ConfirmTOTP(ctx context.Context, code string) error {
+	id, err := me(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := s.store.Merchant(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -190,7 +215,10 @@ func (s *Service) ConfirmTOTP(ctx context.Context, id int64, code string) error 
 	if !ok {
 		return errTOTPCode
 	}
-	if _, err := s.store.UseTOTPStep(ctx, id, step); err != nil {
+	if fresh, err := s.store.UseTOTPStep(ctx, id, step); err != nil || !fresh {
+		if err == nil {
+			err = errTOTPCode // a code used before
+		}
 		return err
 	}
 	return s.store.SetTOTP(ctx, id, m.TOTPSecret, true, s.now())
@@ -215,15 +243,17 @@ func matchStep(secret, code string, now time.Time) (int64, bool) {
 	return 0, false
 }
 
-// Who is what an admin session of a merchant holds: "merchant:<id>".
-func Who(id int64) string { return "merchant:" + strconv.FormatInt(id, 10) }
+// Who is what an admin session of merchant id opened at now holds:
+// "merchant:<id>:<unix ms>".
+func Who(id int64, now time.Time) string {
+	return "merchant:" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(now.UnixMilli(), 10)
+}
 
-// ParseWho reads Who; ok is false for the operator's sessions.
-func ParseWho(who string) (int64, bool) {
-	s, ok := strings.CutPrefix(who, "merchant:")
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil && id > 0
+// ParseWho reads Who: the merchant, and when its session was opened.
+func ParseWho(who string) (id, opened int64, ok bool) {
+	rest, ok := strings.CutPrefix(who, "merchant:")
+	idText, openedText, ok2 := strings.Cut(rest, ":")
+	id, err1 := strconv.ParseInt(idText, 10, 64)
+	opened, err2 := strconv.ParseInt(openedText, 10, 64)
+	return id, opened, ok && ok2 && err1 == nil && err2 == nil && id > 0
 }

@@ -21,13 +21,14 @@ type auditRow struct {
 	Role   string         `db:"role"`
 	Action string         `db:"action"`
 	SaleID sql.NullInt64  `db:"sale_id"`
+	Owner  int64          `db:"owner"`
 	Before sql.NullString `db:"before_json"`
 	After  sql.NullString `db:"after_json"`
 	IP     string         `db:"ip"`
 }
 
 func (r auditRow) entry() seckill.AuditEntry {
-	e := seckill.AuditEntry{ID: r.ID, At: r.At, Actor: r.Actor, Role: r.Role, Action: r.Action, SaleID: r.SaleID.Int64, IP: r.IP}
+	e := seckill.AuditEntry{ID: r.ID, At: r.At, Actor: r.Actor, Role: r.Role, Action: r.Action, SaleID: r.SaleID.Int64, Owner: r.Owner, IP: r.IP}
 	if r.Before.Valid {
 		e.Before = json.RawMessage(r.Before.String)
 	}
@@ -38,16 +39,17 @@ func (r auditRow) entry() seckill.AuditEntry {
 }
 
 const (
-	insertAudit = `INSERT INTO audit_log (at, actor, role, action, sale_id, before_json, after_json, ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	selectAudit = `SELECT id, at, actor, role, action, sale_id, before_json, after_json, ip FROM audit_log WHERE 1 = 1`
+	insertAudit = `INSERT INTO audit_log (at, actor, role, action, sale_id, owner, before_json, after_json, ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	selectAudit = `SELECT id, at, actor, role, action, sale_id, owner, before_json, after_json, ip FROM audit_log WHERE 1 = 1`
 )
 
-// AppendAudit appends a row to the audit log (in the store's transaction,
-// if it has one): the actor of ctx, at now.
-func (s *Store) AppendAudit(ctx context.Context, now time.Time, action string, sale int64, before, after json.RawMessage) error {
+// AppendAudit appends e to the audit log (in the store's transaction, if
+// it has one): its action, sale, owner, before and after, in the name of
+// ctx's actor, at now.
+func (s *Store) AppendAudit(ctx context.Context, now time.Time, e seckill.AuditEntry) error {
 	a := seckill.ActorOf(ctx)
-	_, err := s.exec.ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, action,
-		nullable(sale), nullText(before), nullText(after), a.IP)
+	_, err := s.exec.ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, e.Action,
+		nullable(e.SaleID), e.Owner, nullText(e.Before), nullText(e.After), a.IP)
 	if err != nil {
 		return failed("append to the audit log", err)
 	}
@@ -77,8 +79,8 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 	if f.Actor != "" {
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
-	if f.Merchant > 0 {
-		q, args = q+` AND (actor = ? OR sale_id IN (SELECT id FROM sales WHERE merchant_id = ?))`, append(args, f.MerchantActor, f.Merchant)
+	if f.Owner > 0 {
+		q, args = q+` AND owner = ?`, append(args, f.Owner)
 	}
 	if f.BeforeID > 0 {
 		q, args = q+` AND id < ?`, append(args, f.BeforeID)

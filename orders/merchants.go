@@ -23,20 +23,22 @@ type merchantRow struct {
 	TOTPConfirmed bool      `db:"totp_confirmed"`
 	TOTPStep      int64     `db:"totp_step"`
 	Disabled      bool      `db:"disabled"`
+	SessionsAfter int64     `db:"sessions_after"`
 	CreatedAt     time.Time `db:"created_at"`
 }
 
 func (r merchantRow) merchant() seckill.Merchant {
 	return seckill.Merchant{ID: r.ID, Email: r.Email, Name: r.Name, PasswordHash: r.PasswordHash, TOTPSecret: r.TOTPSecret,
-		TOTPConfirmed: r.TOTPConfirmed, TOTPStep: r.TOTPStep, Disabled: r.Disabled, CreatedAt: r.CreatedAt}
+		TOTPConfirmed: r.TOTPConfirmed, TOTPStep: r.TOTPStep, Disabled: r.Disabled, SessionsAfter: r.SessionsAfter,
+		CreatedAt: r.CreatedAt}
 }
 
 const (
-	merchantColumns = `id, email, name, password_hash, totp_secret, totp_confirmed, totp_step, disabled, created_at`
+	merchantColumns = `id, email, name, password_hash, totp_secret, totp_confirmed, totp_step, disabled, sessions_after, created_at`
 	insertMerchant  = `INSERT INTO merchants (email, name, password_hash, created_at) VALUES (?, ?, ?, ?)`
 	selectMerchant  = `SELECT ` + merchantColumns + ` FROM merchants WHERE `
 	selectMerchants = `SELECT ` + merchantColumns + ` FROM merchants ORDER BY id`
-	disableMerchant = `UPDATE merchants SET disabled = ? WHERE id = ?`
+	disableMerchant = `UPDATE merchants SET disabled = ?, sessions_after = ? WHERE id = ?`
 	setTOTP         = `UPDATE merchants SET totp_secret = ?, totp_confirmed = ? WHERE id = ?`
 	useTOTPStep     = `UPDATE merchants SET totp_step = ? WHERE id = ? AND totp_step < ?`
 )
@@ -65,7 +67,7 @@ func (s *Store) CreateMerchant(ctx context.Context, m seckill.Merchant, now time
 		if m, err = tx.Merchant(ctx, id); err != nil {
 			return err
 		}
-		return tx.AppendAudit(ctx, now, seckill.AuditMerchantNew, 0, nil, merchantView(m))
+		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditMerchantNew, Owner: m.ID, After: merchantView(m)})
 	})
 	return m, err
 }
@@ -114,18 +116,19 @@ func (s *Store) SetMerchantDisabled(ctx context.Context, id int64, disabled bool
 		if err != nil {
 			return err
 		}
-		if _, err := tx.exec.ExecContext(ctx, disableMerchant, disabled, id); err != nil {
-			return failed(fmt.Sprintf("disable merchant %d", id), err)
-		}
 		m = before
 		m.Disabled = disabled
+		if disabled {
+			m.SessionsAfter = now.UnixMilli()
+		}
+		if _, err := tx.exec.ExecContext(ctx, disableMerchant, disabled, m.SessionsAfter, id); err != nil {
+			return failed(fmt.Sprintf("disable merchant %d", id), err)
+		}
 		action := seckill.AuditMerchantOn
 		if disabled {
 			action = seckill.AuditMerchantOff
 		}
-		was, _ := json.Marshal(map[string]any{"disabled": before.Disabled})
-		is, _ := json.Marshal(map[string]any{"disabled": disabled})
-		return tx.AppendAudit(ctx, now, action, 0, was, is)
+		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, Owner: id, Before: merchantView(before), After: merchantView(m)})
 	})
 	return m, err
 }
@@ -141,7 +144,7 @@ func (s *Store) SetTOTP(ctx context.Context, id int64, secret string, confirmed 
 		if !confirmed {
 			return nil
 		}
-		return tx.AppendAudit(ctx, now, seckill.AuditTOTPEnrol, 0, nil, json.RawMessage(`{"totp":true}`))
+		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPEnrol, Owner: id, After: json.RawMessage(`{"totp":true}`)})
 	})
 }
 

@@ -86,11 +86,13 @@ func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time
 		if sale, err = tx.Sale(ctx, id); err != nil {
 			return err
 		}
-		if err := load(sale); err != nil {
+		// The row first: Redis's step stays the last before the commit, so
+		// a failure of the ledger never leaves it changed alone.
+		_, after := seckill.SaleChanges(seckill.Sale{}, sale)
+		if err := tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditSaleCreate, SaleID: id, Owner: sale.MerchantID, After: after}); err != nil {
 			return err
 		}
-		_, after := seckill.SaleChanges(seckill.Sale{}, sale)
-		return tx.AppendAudit(ctx, now, seckill.AuditSaleCreate, id, nil, after)
+		return load(sale)
 	})
 	return sale, err
 }
@@ -118,10 +120,11 @@ WHERE id = ?`
 // ChangeSale changes one sale in one transaction: it locks the sale's row,
 // asks change for the sale as it is to be (validated there), writes it
 // (units added to the total are a restock movement; the id, buckets and
-// creation time stay), calls apply with the sale before and after (the
-// same change in Redis), appends the change to the audit log as action
-// (the fields before and after) and commits. If change or apply fails,
-// nothing changes and their error is returned. The total only grows.
+// creation time stay), appends the change to the audit log as action
+// (the fields before and after, the row the old owner's), calls apply
+// with the sale before and after (the same change in Redis, last) and
+// commits. If change or apply fails, nothing changes and their error is
+// returned. The total only grows.
 func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
 	apply func(before, after seckill.Sale) error) (seckill.Sale, error) {
 	var after seckill.Sale
@@ -150,11 +153,12 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action 
 				return err
 			}
 		}
-		if err := apply(before, after); err != nil {
+		was, is := seckill.SaleChanges(before, after)
+		err = tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, SaleID: id, Owner: before.MerchantID, Before: was, After: is})
+		if err != nil {
 			return err
 		}
-		was, is := seckill.SaleChanges(before, after)
-		return tx.AppendAudit(ctx, now, action, id, was, is)
+		return apply(before, after)
 	})
 	if err != nil {
 		return seckill.Sale{}, err
@@ -423,11 +427,12 @@ func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) 
 	return t, nil
 }
 
-const selectSoldTimes = `SELECT created_at, qty FROM orders WHERE sale_id = ? AND created_at >= ? AND created_at < ?`
+const selectSoldTimes = `SELECT created_at, qty FROM orders WHERE sale_id = ? AND created_at >= ? AND created_at < ? AND status <> 'cancelled'`
 
 // SoldHistory counts the units of a sale's orders (as the ledger holds
-// them) placed in each of n equal slices of [from, to), cumulated: the
-// units sold by each slice's end.
+// them, cancelled ones left out: their units went back) placed in each of
+// n equal slices of [from, to), cumulated: the units sold by each slice's
+// end.
 func (s *Store) SoldHistory(ctx context.Context, sale int64, from, to time.Time, n int) ([]int64, error) {
 	var rows []struct {
 		At  time.Time `db:"created_at"`

@@ -9,7 +9,6 @@ package sales
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -30,7 +29,7 @@ type Ledger interface {
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
 	Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error)
-	AppendAudit(ctx context.Context, now time.Time, action string, sale int64, before, after json.RawMessage) error
+	AppendAudit(ctx context.Context, now time.Time, e seckill.AuditEntry) error
 	AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error)
 }
 
@@ -273,22 +272,26 @@ func (s *Service) Eligible(ctx context.Context, id int64) error {
 }
 
 // Record appends an event without a change of its own to the audit log
-// (a login, a failed login), in the name of ctx's actor.
+// (a login, a failed login), in the name of ctx's actor; a merchant's is
+// its own row.
 func (s *Service) Record(ctx context.Context, action string) error {
-	return s.ledger.AppendAudit(ctx, s.now(), action, 0, nil, nil)
+	return s.ledger.AppendAudit(ctx, s.now(), seckill.AuditEntry{Action: action, Owner: seckill.ActorOf(ctx).MerchantID})
 }
 
-// MaxAuditPage is the most audit rows one read returns.
-const MaxAuditPage = 500
+// The audit rows one read returns: at most, and when none is asked.
+const (
+	MaxAuditPage     = 500
+	DefaultAuditPage = 50
+)
 
 // Audit reads the audit log, newest first (f.Limit 1 to MaxAuditPage,
 // default 50).
 func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error) {
 	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
-		f.Merchant, f.MerchantActor = a.MerchantID, a.ID
+		f.Owner = max(a.MerchantID, 1) // its own rows, and no others'
 	}
 	if f.Limit <= 0 {
-		f.Limit = 50
+		f.Limit = DefaultAuditPage
 	}
 	f.Limit = min(f.Limit, MaxAuditPage)
 	return s.ledger.AuditLog(ctx, f)
@@ -299,15 +302,20 @@ func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.A
 // buckets default to 1.
 func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
-		sl.MerchantID = a.MerchantID // its own; the operator may name one
-	} else if err := s.merchantExists(ctx, sl.MerchantID); err != nil {
-		return View{}, err
+		// Its own; the operator may name one.
+		if sl.MerchantID != 0 && sl.MerchantID != a.MerchantID {
+			return View{}, errHandOver
+		}
+		sl.MerchantID = a.MerchantID
 	}
 	sl.Status = seckill.StatusActive
 	if sl.Buckets == 0 {
 		sl.Buckets = 1
 	}
 	if err := sl.Validate(); err != nil {
+		return View{}, err
+	}
+	if err := s.merchantExists(ctx, sl.MerchantID); err != nil {
 		return View{}, err
 	}
 	sl, err := s.ledger.CreateSale(ctx, sl, s.now(), func(sl seckill.Sale) error {

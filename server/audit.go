@@ -3,13 +3,16 @@ package server
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/sales"
 )
 
@@ -27,15 +30,14 @@ type auditJSON struct {
 }
 
 // auditFilter reads GET /admin/api/audit's query: sale_id, actor,
-// before_id and limit (default 50).
+// before_id and limit (default sales.DefaultAuditPage).
 func auditFilter(c *gin.Context) (seckill.AuditFilter, error) {
 	var f seckill.AuditFilter
 	var errs []seckill.FieldError
 	for _, p := range []struct {
 		name string
 		dst  *int64
-		max  int64
-	}{{"sale_id", &f.SaleID, 1 << 62}, {"before_id", &f.BeforeID, 1 << 62}} {
+	}{{"sale_id", &f.SaleID}, {"before_id", &f.BeforeID}} {
 		if v := c.Query(p.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
@@ -52,11 +54,11 @@ func auditFilter(c *gin.Context) (seckill.AuditFilter, error) {
 		f.Limit = n
 	}
 	if f.Limit == 0 {
-		f.Limit = 50
+		f.Limit = sales.DefaultAuditPage
 	}
 	f.Actor = c.Query("actor")
-	if len(f.Actor) > 254 {
-		errs = append(errs, seckill.FieldError{Field: "actor", Message: "must be at most 254 characters"})
+	if len(f.Actor) > identity.MaxEmail {
+		errs = append(errs, seckill.FieldError{Field: "actor", Message: fmt.Sprintf("must be at most %d characters", identity.MaxEmail)})
 	}
 	if len(errs) > 0 {
 		return f, seckill.Invalid(errs...)
@@ -81,10 +83,14 @@ func (s *Server) auditLog(c *gin.Context) {
 		writeAuditCSV(c, rows)
 		return
 	}
+	reader := seckill.ActorOf(c.Request.Context())
 	out := make([]auditJSON, len(rows))
 	for i, r := range rows {
 		out[i] = auditJSON{ID: r.ID, At: r.At.UTC(), Actor: r.Actor, Role: r.Role, Action: r.Action, SaleID: r.SaleID,
 			Before: r.Before, After: r.After, IP: r.IP}
+		if reader.Role == seckill.RoleMerchant && r.Actor != reader.ID {
+			out[i].IP = "" // a merchant sees its own addresses only
+		}
 	}
 	var next any
 	if len(rows) == f.Limit { // a full page: there may be more
@@ -112,7 +118,7 @@ func writeAuditCSV(c *gin.Context, rows []seckill.AuditEntry) {
 }
 
 func cell(s string) string {
-	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@') {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s

@@ -23,9 +23,11 @@ const (
 	adminBodyLimit = 16 << 10
 	// loginsPerSecond allows 5 admin login attempts a minute per client IP,
 	// up to loginBurst at once: a merchant who mistypes can try again at
-	// once, a guesser gets 5 a minute.
+	// once, a guesser gets 5 a minute. Each account (the operator, a
+	// merchant's email) takes accountLogins a minute from all addresses.
 	loginsPerSecond = 5.0 / 60
 	loginBurst      = 5
+	accountLogins   = 20
 )
 
 // requireUser authenticates a shopper by "Authorization: Bearer <token>" or
@@ -114,6 +116,18 @@ func (s *Server) requireAdmin(c *gin.Context) {
 	c.Next()
 }
 
+// errOperatorOnly refuses a merchant what only the operator sees.
+var errOperatorOnly = seckill.Errorf(seckill.CodeForbidden, "Only the operator sees this.")
+
+// requireOperator lets only the operator through (after requireAdmin).
+func (s *Server) requireOperator(c *gin.Context) {
+	if seckill.ActorOf(c.Request.Context()).Role != seckill.RoleOperator {
+		abort(c, errOperatorOnly)
+		return
+	}
+	c.Next()
+}
+
 // actAs makes the request's changes a's, in the audit log and in what
 // package sales lets it see.
 func (s *Server) actAs(c *gin.Context, a seckill.Actor) {
@@ -135,11 +149,14 @@ func (s *Server) adminAuth(c *gin.Context) (seckill.Actor, error) {
 	if err != nil {
 		return seckill.Actor{}, err
 	}
-	id, ok := merchants.ParseWho(who)
-	if !ok {
+	if who == sessions.Operator {
 		return operator, nil
 	}
-	m, err := s.Merchants.Active(c.Request.Context(), id)
+	id, opened, ok := merchants.ParseWho(who)
+	if !ok {
+		return seckill.Actor{}, sessions.ErrAdminEnded
+	}
+	m, err := s.Merchants.Active(c.Request.Context(), id, opened)
 	if err != nil {
 		return seckill.Actor{}, err
 	}
@@ -190,7 +207,7 @@ func (s *Server) adminLogin(c *gin.Context, req loginRequest) (string, time.Time
 		return "", time.Time{}, err
 	}
 	s.actAs(c, merchantActor(m))
-	return s.Admins.Open(c.Request.Context(), merchants.Who(m.ID))
+	return s.Admins.Open(c.Request.Context(), merchants.Who(m.ID, s.Now()))
 }
 
 // login opens an admin session. Attempts are limited per client IP, so a
@@ -204,11 +221,15 @@ func (s *Server) login(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	if req.Email != nil { // per account too, against guessing from many addresses
+	// Per account too, against guessing from many addresses, with a
+	// budget of its own so that locking an account out costs more.
+	account := seckill.RoleOperator
+	if req.Email != nil {
 		email, _ := identity.NormalizeEmail(*req.Email)
-		if !s.throttleKey(c, s.logins, "merchant:"+email, "login attempts for this account") {
-			return
-		}
+		account = "merchant:" + email
+	}
+	if !s.throttleKey(c, s.accountLogins, account, "login attempts for this account") {
+		return
 	}
 	sess, exp, err := s.adminLogin(c, req)
 	ctx := c.Request.Context()

@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -112,9 +113,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"POST /admin/api/me/totp/confirm":        {merchantOnly: true, body: map[string]any{"code": "000000"}},
 	}
 	param := regexp.MustCompile(`[:*](\w+)`)
+	rows["GET /metrics"] = row{operatorOnly: true}
 	for _, r := range st.h.(*gin.Engine).Routes() {
 		route := r.Method + " " + param.ReplaceAllString(r.Path, "{$1}")
-		if !strings.HasPrefix(r.Path, "/admin/api/") {
+		if !strings.HasPrefix(r.Path, "/admin/api/") && r.Path != "/metrics" {
 			continue
 		}
 		rw, ok := rows[route]
@@ -205,13 +207,34 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d", aSale), nil, p.a...); r.Status != 404 {
 		t.Errorf("A after the hand-over: %v", r)
 	}
+	// The history stays A's: B reads none of the rows from before.
+	if r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?sale_id=%d", aSale), nil, p.b...); len(r.Body["entries"].([]any)) != 0 {
+		t.Errorf("B reads A's history of the sale handed over: %v", r)
+	}
+	if r := call(t, st.h, "PATCH", fmt.Sprintf("/admin/api/sales/%d", aSale), map[string]any{"price_cents": 77}, p.b...); r.Status != 200 {
+		t.Errorf("B changes its new sale: %v", r)
+	}
+	for _, e := range call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?sale_id=%d", aSale), nil, p.b...).Body["entries"].([]any) {
+		if e := e.(map[string]any); e["actor"] != "b@shop.example" || e["ip"] == "" {
+			t.Errorf("B's rows of its sale: %v", e)
+		}
+	}
 	// A disabled merchant cannot log in; enabled again, it can.
 	if r := call(t, st.h, "POST", "/admin/api/login", map[string]any{"email": "c@shop.example", "password": "merchant password"}); r.Status != 401 {
 		t.Errorf("a disabled merchant logs in: %v", r)
 	}
 	call(t, st.h, "POST", fmt.Sprintf("/admin/api/merchants/%d/enable", p.cID), nil, admin())
-	if r := call(t, st.h, "GET", "/admin/api/sales", nil, p.disabled...); r.Status != 200 {
-		t.Errorf("the enabled merchant's session: %v", r)
+	if r := call(t, st.h, "GET", "/admin/api/sales", nil, p.disabled...); r.Status != 401 {
+		t.Errorf("a session from before the disabling, after enabling: %v, want 401", r)
+	}
+	// (From another address: this one spent its logins of the minute.)
+	req := httptest.NewRequest("POST", "/admin/api/login", strings.NewReader(`{"email":"c@shop.example","password":"merchant password"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.RemoteAddr = "192.0.2.77:1234"
+	rec := httptest.NewRecorder()
+	st.h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Errorf("the enabled merchant logs in again: %d %s", rec.Code, rec.Body)
 	}
 }
 

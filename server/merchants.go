@@ -80,18 +80,10 @@ func (s *Server) setMerchantDisabled(disabled bool) gin.HandlerFunc {
 	}
 }
 
-// errNotMerchant asks the operator for something only merchants have.
-var errNotMerchant = seckill.Errorf(seckill.CodeForbidden, "A second factor is for merchant accounts; the operator's password is configured.")
-
 // enrolTOTP starts the signed-in merchant's second factor:
 // {"secret", "otpauth_url"} for an authenticator app.
 func (s *Server) enrolTOTP(c *gin.Context) {
-	a := seckill.ActorOf(c.Request.Context())
-	if a.Role != seckill.RoleMerchant {
-		abort(c, errNotMerchant)
-		return
-	}
-	secret, url, err := s.Merchants.EnrolTOTP(c.Request.Context(), a.MerchantID)
+	secret, url, err := s.Merchants.EnrolTOTP(c.Request.Context())
 	if err != nil {
 		abort(c, err)
 		return
@@ -105,17 +97,12 @@ type codeRequest struct {
 
 // confirmTOTP confirms the enrolment with a code of the app.
 func (s *Server) confirmTOTP(c *gin.Context) {
-	a := seckill.ActorOf(c.Request.Context())
-	if a.Role != seckill.RoleMerchant {
-		abort(c, errNotMerchant)
-		return
-	}
 	var req codeRequest
 	if err := decode(c, &req); err != nil {
 		abort(c, err)
 		return
 	}
-	if err := s.Merchants.ConfirmTOTP(c.Request.Context(), a.MerchantID, req.Code); err != nil {
+	if err := s.Merchants.ConfirmTOTP(c.Request.Context(), req.Code); err != nil {
 		abort(c, err)
 		return
 	}

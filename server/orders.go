@@ -135,13 +135,14 @@ func (s *Server) saleStats(c *gin.Context) {
 		return
 	}
 	var dead *int
-	if s.DeadLetters != nil {
+	// The dead letters are every sale's: the operator's to see.
+	if s.DeadLetters != nil && seckill.ActorOf(ctx).Role == seckill.RoleOperator {
 		if n, err := s.DeadLetters(ctx); err == nil {
 			dead = &n
 		}
 	}
 	now := s.Now()
-	v := saleView(st.View, now)
+	v := saleView(st.View, now, true)
 	c.JSON(http.StatusOK, statsJSON{
 		SaleID: id, Total: v.Total, Sold: v.Sold, Remaining: v.Remaining, Status: v.Status,
 		OrdersPersisted: st.Totals.Persisted(),

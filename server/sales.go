@@ -31,20 +31,25 @@ type saleJSON struct {
 	RequireTicket bool `json:"require_ticket"`
 	PowDifficulty int  `json:"pow_difficulty"`
 	VerifiedOnly  bool `json:"verified_only"`
-	// MerchantID is whose sale it is (0: the operator's).
-	MerchantID int64     `json:"merchant_id"`
+	// MerchantID is whose sale it is (0: the operator's); admin views only.
+	MerchantID *int64    `json:"merchant_id,omitempty"`
 	ServerTime time.Time `json:"server_time"`
 }
 
-// saleView shows a sale with its live stock at now.
-func saleView(v sales.View, now time.Time) saleJSON {
+// saleView shows a sale with its live stock at now; to an admin with its
+// merchant too.
+func saleView(v sales.View, now time.Time, admin bool) saleJSON {
 	sl, st := v.Sale, v.Stock
-	return saleJSON{
+	j := saleJSON{
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
-		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, MerchantID: sl.MerchantID, ServerTime: now.UTC(),
+		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, ServerTime: now.UTC(),
 	}
+	if admin {
+		j.MerchantID = &sl.MerchantID
+	}
+	return j
 }
 
 func (s *Server) listSales(c *gin.Context) { s.writeSales(c, s.Sales.Public) }
@@ -60,7 +65,7 @@ func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.
 	now := s.Now()
 	out := make([]saleJSON, len(vs))
 	for i, v := range vs {
-		out[i] = saleView(v, now)
+		out[i] = saleView(v, now, adminRoute(c))
 	}
 	c.JSON(http.StatusOK, gin.H{"sales": out})
 }
@@ -87,7 +92,12 @@ func (s *Server) writeSale(c *gin.Context, status int, v sales.View, err error) 
 		abort(c, err)
 		return
 	}
-	c.JSON(status, saleView(v, s.Now()))
+	c.JSON(status, saleView(v, s.Now(), adminRoute(c)))
+}
+
+// adminRoute reports whether the request came through the admin API.
+func adminRoute(c *gin.Context) bool {
+	return strings.HasPrefix(c.FullPath(), "/admin/")
 }
 
 // saleRequest is the body of creating (every field required but buckets

@@ -104,22 +104,25 @@ type Server struct {
 	metrics *metrics
 	limits  *limits
 	logins  *limiter
-	signups *limiter
-	signins *limiter
-	csrf    *http.CrossOriginProtection
-	hubs    *hubs
-	api     *gin.RouterGroup
+	// accountLogins limits admin logins per account, from every address.
+	accountLogins *limiter
+	signups       *limiter
+	signins       *limiter
+	csrf          *http.CrossOriginProtection
+	hubs          *hubs
+	api           *gin.RouterGroup
 }
 
 // New builds a Server. It opens nothing; Run serves.
 func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, Deps: d,
-		limits:  newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
-		logins:  newLimiter(loginsPerSecond, loginBurst),
-		signups: newLimiter(cfg.RateSignupPerIP/60, int(math.Ceil(cfg.RateSignupPerIP))),
-		signins: newLimiter(cfg.RateSigninPerIP/60, int(math.Ceil(cfg.RateSigninPerIP))),
-		csrf:    http.NewCrossOriginProtection(),
+		limits:        newLimits(cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP),
+		logins:        newLimiter(loginsPerSecond, loginBurst),
+		accountLogins: newLimiter(accountLogins/60.0, accountLogins),
+		signups:       newLimiter(cfg.RateSignupPerIP/60, int(math.Ceil(cfg.RateSignupPerIP))),
+		signins:       newLimiter(cfg.RateSigninPerIP/60, int(math.Ceil(cfg.RateSigninPerIP))),
+		csrf:          http.NewCrossOriginProtection(),
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -161,7 +164,7 @@ func (s *Server) routes() error {
 	e.GET("/readyz", readyz(s.Ready, s.DeadLetters))
 	// Metrics are for operators: on the ops listener (OpsHandler), and here
 	// only with the admin token.
-	e.GET("/metrics", s.requireAdmin, gin.WrapH(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
+	e.GET("/metrics", s.requireAdmin, s.requireOperator, gin.WrapH(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
 
 	api := e.Group("/api", s.limitBody(s.cfg.BodyLimit), s.sameOrigin)
 	api.POST("/session", s.createSession)
@@ -265,7 +268,7 @@ func (s *Server) evictLimits(ctx context.Context) {
 	wait.Every(ctx, 30*time.Second, func() {
 		now := s.Now()
 		s.limits.evict(now)
-		for _, l := range []*limiter{s.logins, s.signups, s.signins} {
+		for _, l := range []*limiter{s.logins, s.accountLogins, s.signups, s.signins} {
 			if l != nil {
 				l.evict(now.Add(-time.Hour))
 			}

@@ -52,7 +52,7 @@ func (a *Admins) Login(ctx context.Context, password string) (string, time.Time,
 }
 
 // Operator is who the operator's sessions are of.
-const Operator = "operator"
+const Operator = seckill.RoleOperator
 
 // Open opens a session of who (Operator, or "merchant:<id>", whose
 // credentials the caller checked) and returns its token and expiry.

@@ -23,7 +23,7 @@ function signedIn(session) {
   if (!me) return $("#who").replaceChildren();
   $("#who").replaceChildren(...[
     el("span", { class: "hide-narrow muted-light" }, me.role === "operator" ? "Operator" : userText(me.actor)),
-    me.role === "merchant" ? el("a", { class: "button ghost small hide-narrow", href: "#/me", id: "second-factor" }, "Second factor") : null,
+    me.role === "merchant" ? el("a", { class: "button ghost small", href: "#/me", id: "second-factor" }, "2FA") : null,
     el("button", { class: "ghost small", id: "logout", onclick: logout }, "Log out"),
   ].filter(Boolean));
 }
@@ -461,9 +461,12 @@ async function auditView(before) {
   }
   if (!a) return;
   v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Audit log"),
-    el("a", { class: "button small", href: "/admin/api/audit?format=csv&limit=500", download: "seckill-audit.csv", id: "audit-csv" }, "Export CSV")),
+    el("div", { class: "actions" },
+      before ? el("a", { class: "button small", href: "#/audit", id: "audit-newest" }, "Newest") : null,
+      el("a", { class: "button small", href: `/admin/api/audit?format=csv&limit=500${before ? `&before_id=${before}` : ""}`,
+        download: "seckill-audit.csv", id: "audit-csv" }, "Export CSV (500 from here)"))),
   auditList(a.entries, true),
-  a.next_before_id ? el("button", { class: "small", id: "audit-more", onclick: () => auditView(a.next_before_id) }, "Older entries") : null);
+  a.next_before_id ? el("a", { class: "button small", id: "audit-more", href: `#/audit/${a.next_before_id}` }, "Older entries") : null);
 }
 
 // merchantsView lets the operator create, disable and enable merchants.
@@ -544,6 +547,7 @@ function route() {
   const h = location.hash.replace(/^#/, "") || "/";
   let m;
   if (h === "/audit") return auditView(0);
+  if ((m = h.match(/^\/audit\/(\d+)$/))) return auditView(Number(m[1]));
   if (h === "/merchants") return merchantsView();
   if (h === "/me") return meView();
   if (h === "/new") return formView(null);

@@ -10,12 +10,16 @@ CREATE TABLE audit_log (
   role        VARCHAR(16)     NOT NULL,
   action      VARCHAR(32)     NOT NULL,
   sale_id     BIGINT UNSIGNED NULL,
+  -- owner: the merchant the row belongs to (the sale's owner at the time,
+  -- or the merchant concerned; 0: the operator's alone).
+  owner       BIGINT UNSIGNED NOT NULL DEFAULT 0,
   before_json TEXT            NULL,
   after_json  TEXT            NULL,
   ip          VARCHAR(64)     NOT NULL,
   PRIMARY KEY (id),
   KEY audit_sale (sale_id, id),
-  KEY audit_actor (actor, id)
+  KEY audit_actor (actor, id),
+  KEY audit_owner (owner, id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 -- +goose Down

@@ -10,6 +10,8 @@ CREATE TABLE merchants (
   totp_confirmed BOOLEAN      NOT NULL DEFAULT FALSE,
   totp_step      BIGINT       NOT NULL DEFAULT 0,
   disabled       BOOLEAN      NOT NULL DEFAULT FALSE,
+  -- Sessions opened until then (unix ms) are refused: set at disabling.
+  sessions_after BIGINT       NOT NULL DEFAULT 0,
   created_at     DATETIME(3)  NOT NULL,
   PRIMARY KEY (id),
   UNIQUE KEY merchants_email (email)

@@ -8,12 +8,14 @@ CREATE TABLE audit_log (
   role        TEXT NOT NULL CHECK (length(role) <= 16),
   action      TEXT NOT NULL CHECK (length(action) <= 32),
   sale_id     INTEGER NULL,
+  owner       INTEGER NOT NULL DEFAULT 0,
   before_json TEXT NULL,
   after_json  TEXT NULL,
   ip          TEXT NOT NULL CHECK (length(ip) <= 64)
 );
 CREATE INDEX audit_sale ON audit_log (sale_id, id);
 CREATE INDEX audit_actor ON audit_log (actor, id);
+CREATE INDEX audit_owner ON audit_log (owner, id);
 -- +goose StatementBegin
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;

@@ -9,6 +9,7 @@ CREATE TABLE merchants (
   totp_confirmed BOOLEAN NOT NULL DEFAULT FALSE,
   totp_step      INTEGER NOT NULL DEFAULT 0,
   disabled       BOOLEAN NOT NULL DEFAULT FALSE,
+  sessions_after INTEGER NOT NULL DEFAULT 0,
   created_at     DATETIME NOT NULL
 );
 ALTER TABLE sales ADD COLUMN merchant_id INTEGER NOT NULL DEFAULT 0;
