@@ -64,6 +64,7 @@ const (
 	AuditMerchantOff = "merchant.disable"
 	AuditMerchantOn  = "merchant.enable"
 	AuditTOTPEnrol   = "totp.enrol"
+	AuditTOTPReset   = "totp.reset"
 )
 
 // AuditSaleAction is the action of pausing, resuming or ending a sale.

@@ -30,6 +30,7 @@ type Store interface {
 	SetMerchantDisabled(ctx context.Context, id int64, disabled bool, now time.Time) (seckill.Merchant, error)
 	SetTOTP(ctx context.Context, id int64, secret string, confirmed bool, now time.Time) error
 	UseTOTPStep(ctx context.Context, id, step int64) (bool, error)
+	ResetTOTP(ctx context.Context, id int64, now time.Time) (seckill.Merchant, error)
 }
 
 // Service manages merchants and checks their logins.
@@ -107,6 +108,16 @@ func (s *Service) SetDisabled(ctx context.Context, id int64, disabled bool) (sec
 		return seckill.Merchant{}, err
 	}
 	return s.store.SetMerchantDisabled(ctx, id, disabled, s.now())
+}
+
+// ResetTOTP removes a merchant's second factor (the operator only): a
+// merchant who lost its device logs in with its password again, and may
+// enrol anew.
+func (s *Service) ResetTOTP(ctx context.Context, id int64) (seckill.Merchant, error) {
+	if err := operatorOnly(ctx); err != nil {
+		return seckill.Merchant{}, err
+	}
+	return s.store.ResetTOTP(ctx, id, s.now())
 }
 
 // Login checks a merchant's email, password and (once enrolled) TOTP

@@ -148,6 +148,28 @@ func (s *Store) SetTOTP(ctx context.Context, id int64, secret string, confirmed 
 	})
 }
 
+// ResetTOTP removes a merchant's second factor (the operator's way out
+// for a merchant who lost its device), with its audit row, in one
+// transaction.
+func (s *Store) ResetTOTP(ctx context.Context, id int64, now time.Time) (seckill.Merchant, error) {
+	var m seckill.Merchant
+	err := s.InTx(ctx, func(tx *Store) error {
+		before, err := tx.getMerchant(ctx, selectMerchant+`id = ?`+tx.dialect.lockRow, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.exec.ExecContext(ctx, setTOTP, "", false, id); err != nil {
+			return failed(fmt.Sprintf("second factor of merchant %d", id), err)
+		}
+		m = before
+		m.TOTPSecret, m.TOTPConfirmed = "", false
+		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPReset, Owner: id,
+			Before: json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":%t}`, id, before.TOTPConfirmed)),
+			After:  json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":false}`, id))})
+	})
+	return m, err
+}
+
 // UseTOTPStep records that a merchant's code of time step step was used;
 // false if one of that step or a later one was used before (a code works
 // once).

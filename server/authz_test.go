@@ -91,26 +91,27 @@ func TestAuthorizationMatrix(t *testing.T) {
 	newSale := map[string]any{"name": "New", "item": "Thing", "price_cents": 100, "total": 10, "per_user_limit": 1,
 		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
 	rows := map[string]row{
-		"POST /admin/api/login":                  {public: true},
-		"POST /admin/api/logout":                 {public: true},
-		"GET /admin/api/session":                 {public: true},
-		"POST /admin/api/sales":                  {body: newSale},
-		"GET /admin/api/sales":                   {},
-		"GET /admin/api/sales/{id}":              {owned: true},
-		"PATCH /admin/api/sales/{id}":            {owned: true, body: map[string]any{"price_cents": 49}},
-		"POST /admin/api/sales/{id}/restock":     {owned: true, body: map[string]any{"qty": 5}},
-		"POST /admin/api/sales/{id}/pause":       {owned: true},
-		"POST /admin/api/sales/{id}/resume":      {owned: true},
-		"POST /admin/api/sales/{id}/end":         {owned: true},
-		"GET /admin/api/sales/{id}/stats":        {owned: true},
-		"GET /admin/api/sales/{id}/history":      {owned: true},
-		"GET /admin/api/audit":                   {},
-		"POST /admin/api/merchants":              {operatorOnly: true, body: map[string]any{"email": "new@shop.example", "name": "New", "password": "a long password"}},
-		"GET /admin/api/merchants":               {operatorOnly: true},
-		"POST /admin/api/merchants/{id}/disable": {operatorOnly: true},
-		"POST /admin/api/merchants/{id}/enable":  {operatorOnly: true},
-		"POST /admin/api/me/totp":                {merchantOnly: true},
-		"POST /admin/api/me/totp/confirm":        {merchantOnly: true, body: map[string]any{"code": "000000"}},
+		"POST /admin/api/login":                     {public: true},
+		"POST /admin/api/logout":                    {public: true},
+		"GET /admin/api/session":                    {public: true},
+		"POST /admin/api/sales":                     {body: newSale},
+		"GET /admin/api/sales":                      {},
+		"GET /admin/api/sales/{id}":                 {owned: true},
+		"PATCH /admin/api/sales/{id}":               {owned: true, body: map[string]any{"price_cents": 49}},
+		"POST /admin/api/sales/{id}/restock":        {owned: true, body: map[string]any{"qty": 5}},
+		"POST /admin/api/sales/{id}/pause":          {owned: true},
+		"POST /admin/api/sales/{id}/resume":         {owned: true},
+		"POST /admin/api/sales/{id}/end":            {owned: true},
+		"GET /admin/api/sales/{id}/stats":           {owned: true},
+		"GET /admin/api/sales/{id}/history":         {owned: true},
+		"GET /admin/api/audit":                      {},
+		"POST /admin/api/merchants":                 {operatorOnly: true, body: map[string]any{"email": "new@shop.example", "name": "New", "password": "a long password"}},
+		"GET /admin/api/merchants":                  {operatorOnly: true},
+		"POST /admin/api/merchants/{id}/disable":    {operatorOnly: true},
+		"POST /admin/api/merchants/{id}/enable":     {operatorOnly: true},
+		"POST /admin/api/merchants/{id}/totp/reset": {operatorOnly: true},
+		"POST /admin/api/me/totp":                   {merchantOnly: true},
+		"POST /admin/api/me/totp/confirm":           {merchantOnly: true, body: map[string]any{"code": "000000"}},
 	}
 	param := regexp.MustCompile(`[:*](\w+)`)
 	rows["GET /metrics"] = row{operatorOnly: true}
@@ -228,14 +229,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 		t.Errorf("a session from before the disabling, after enabling: %v, want 401", r)
 	}
 	// (From another address: this one spent its logins of the minute.)
-	req := httptest.NewRequest("POST", "/admin/api/login", strings.NewReader(`{"email":"c@shop.example","password":"merchant password"}`))
+	if code := loginFrom(st, "192.0.2.77", `{"email":"c@shop.example","password":"merchant password"}`); code != 200 {
+		t.Errorf("the enabled merchant logs in again: %d", code)
+	}
+}
+
+// loginFrom sends an admin login from another client address and returns
+// its status.
+func loginFrom(st *stack, ip, body string) int {
+	req := httptest.NewRequest("POST", "/admin/api/login", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.RemoteAddr = "192.0.2.77:1234"
+	req.RemoteAddr = ip + ":1234"
 	rec := httptest.NewRecorder()
 	st.h.ServeHTTP(rec, req)
-	if rec.Code != 200 {
-		t.Errorf("the enabled merchant logs in again: %d %s", rec.Code, rec.Body)
-	}
+	return rec.Code
 }
 
 // TestMerchantTOTP: enrol, confirm with a code, then log in only with a
@@ -270,6 +277,15 @@ func TestMerchantTOTP(t *testing.T) {
 	}
 	if r := call(t, st.h, "POST", "/admin/api/login", body); r.Status != 401 {
 		t.Errorf("the same code twice: %v", r)
+	}
+	// The operator resets the factor (a lost phone): the password alone
+	// works again.
+	id := num(call(t, st.h, "GET", "/admin/api/merchants", nil, admin()).Body["merchants"].([]any)[0].(map[string]any), "id")
+	if r := call(t, st.h, "POST", fmt.Sprintf("/admin/api/merchants/%d/totp/reset", id), nil, admin()); r.Status != 200 || r.Body["totp"] != false {
+		t.Fatalf("reset: %v", r)
+	}
+	if code := loginFrom(st, "192.0.2.78", `{"email":"totp@shop.example","password":"merchant password"}`); code != 200 {
+		t.Errorf("login after the reset: %d", code)
 	}
 	rows := auditRows(t, st, "?actor=totp@shop.example&limit=500")
 	var actions []string

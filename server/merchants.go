@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,13 +66,23 @@ var errMerchantID = invalid("Merchant id must be a positive integer.")
 
 // setMerchantDisabled disables or enables a merchant (the operator only).
 func (s *Server) setMerchantDisabled(disabled bool) gin.HandlerFunc {
+	return s.onMerchant(func(ctx context.Context, id int64) (seckill.Merchant, error) {
+		return s.Merchants.SetDisabled(ctx, id, disabled)
+	})
+}
+
+// resetTOTP removes a merchant's second factor (the operator only).
+func (s *Server) resetTOTP(c *gin.Context) { s.onMerchant(s.Merchants.ResetTOTP)(c) }
+
+// onMerchant answers a change of the merchant of the :id parameter.
+func (s *Server) onMerchant(change func(context.Context, int64) (seckill.Merchant, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 		if err != nil || id <= 0 {
 			abort(c, errMerchantID)
 			return
 		}
-		m, err := s.Merchants.SetDisabled(c.Request.Context(), id, disabled)
+		m, err := change(c.Request.Context(), id)
 		if err != nil {
 			abort(c, err)
 			return

@@ -202,6 +202,7 @@ func (s *Server) routes() error {
 	authed.GET("/merchants", s.listMerchants)
 	authed.POST("/merchants/:id/disable", s.setMerchantDisabled(true))
 	authed.POST("/merchants/:id/enable", s.setMerchantDisabled(false))
+	authed.POST("/merchants/:id/totp/reset", s.resetTOTP)
 	authed.POST("/me/totp", s.enrolTOTP)
 	authed.POST("/me/totp/confirm", s.confirmTOTP)
 

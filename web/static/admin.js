@@ -497,7 +497,13 @@ async function merchantsView() {
       el("tbody", {}, list.merchants.map((m) => el("tr", { "data-merchant": m.id },
         el("td", {}, m.id), el("td", {}, el("strong", {}, userText(m.name)), el("div", { class: "muted" }, userText(m.email))),
         el("td", {}, el("span", { class: `badge ${m.disabled ? Phase.Ended : Phase.Active}` }, m.disabled ? "disabled" : "enabled")),
-        el("td", {}, m.totp ? "enrolled" : "—"), el("td", {}, toggle(m)))))))
+        el("td", {}, m.totp ? el("span", {}, "enrolled ", el("button", { class: "ghost small", "data-reset": m.id, onclick: async () => {
+          if (!confirm(`Remove ${m.email}'s second factor? It logs in with its password alone until it enrols again.`)) return;
+          try {
+            await guard(() => api("POST", `/admin/api/merchants/${m.id}/totp/reset`));
+            merchantsView();
+          } catch (e) { toast(e.message); }
+        } }, "Reset")) : "—"), el("td", {}, toggle(m)))))))
       : el("p", { class: "empty" }, "No merchants yet."),
     el("h2", {}, "New merchant"),
     el("form", { class: "card sale-form", id: "merchant-form", onsubmit: async (ev) => {
