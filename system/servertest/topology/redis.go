@@ -51,8 +51,28 @@ func (n *RedisNode) Alive() bool {
 	}
 }
 
-// startRedis starts redis-server on port with the given directives.
-func startRedis(dir string, port int, directives ...string) (*RedisNode, error) {
+// startRedis starts redis-server on a free port with the given
+// directives. A port found free may be taken before the server binds it
+// (by another test's connection: the ports are ephemeral ones), so a
+// server that does not come up is tried again on other ports.
+func startRedis(dir string, directives ...string) (*RedisNode, error) {
+	var last error
+	for range 3 {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		n, err := startRedisOn(dir, ports[0], directives...)
+		if err == nil {
+			return n, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// startRedisOn starts redis-server on port with the given directives.
+func startRedisOn(dir string, port int, directives ...string) (*RedisNode, error) {
 	ndir := filepath.Join(dir, strconv.Itoa(port))
 	if err := os.MkdirAll(ndir, 0o755); err != nil {
 		return nil, err
@@ -102,7 +122,11 @@ func (n *RedisNode) start() error {
 	})
 	if err != nil {
 		n.Kill()
-		return fmt.Errorf("redis-server on %d did not answer: %w (log in %s)", n.Port, err, n.dir)
+		log, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+		if len(log) > 600 {
+			log = log[len(log)-600:]
+		}
+		return fmt.Errorf("redis-server on %d did not answer: %w; its log ends:\n%s", n.Port, err, log)
 	}
 	return nil
 }
@@ -208,12 +232,8 @@ func StartRedisCluster(masters int) (*RedisCluster, error) {
 		return nil, err
 	}
 	c := &RedisCluster{dir: dir}
-	ports, err := freePorts(2 * masters)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range ports {
-		n, err := startRedis(dir, p, "cluster-enabled yes", "cluster-config-file nodes.conf",
+	for range 2 * masters {
+		n, err := startRedis(dir, "cluster-enabled yes", "cluster-config-file nodes.conf",
 			"cluster-node-timeout 1000", "cluster-replica-validity-factor 0", "repl-diskless-sync yes",
 			"repl-diskless-sync-delay 0")
 		if err != nil {
@@ -347,25 +367,21 @@ func StartSentinelSet() (*SentinelSet, error) {
 		return nil, err
 	}
 	s := &SentinelSet{Name: "seckill", dir: dir}
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
-	}
 	fast := []string{"repl-diskless-sync yes", "repl-diskless-sync-delay 0"}
-	master, err := startRedis(dir, ports[0], fast...)
+	master, err := startRedis(dir, fast...)
 	if err != nil {
 		return nil, err
 	}
 	s.Nodes = append(s.Nodes, master)
-	replica, err := startRedis(dir, ports[1], append(fast, fmt.Sprintf("replicaof 127.0.0.1 %d", ports[0]))...)
+	replica, err := startRedis(dir, append(fast, fmt.Sprintf("replicaof 127.0.0.1 %d", master.Port))...)
 	if err != nil {
 		s.Stop()
 		return nil, err
 	}
 	s.Nodes = append(s.Nodes, replica)
-	for _, p := range ports[2:] {
-		n, err := startRedis(dir, p,
-			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", s.Name, ports[0]),
+	for range 3 {
+		n, err := startRedis(dir,
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", s.Name, master.Port),
 			"sentinel down-after-milliseconds "+s.Name+" 1000",
 			"sentinel failover-timeout "+s.Name+" 4000",
 			"sentinel parallel-syncs "+s.Name+" 1")
