@@ -61,6 +61,12 @@ func TestProviderSignInInBrowser(t *testing.T) {
 	shopper.do("buy", chromedp.Click(chromedp.CSS("#buy")))
 	shopper.waitJS("bought", `document.querySelector("#result-title")?.textContent === "You got it!"`, 20*time.Second)
 	shopper.screenshot(dir, "oidc-bought.png")
+	// My orders lists the ledger's: once the worker wrote the order.
+	user := identity.UserID(p.Issuer(), "shopper-7")
+	servertest.WaitFor(t, 30*time.Second, "the order in the ledger", func() (bool, string) {
+		os, err := env.Ledger.UserOrders(t.Context(), user, 10)
+		return err == nil && len(os) == 1, fmt.Sprintf("%d orders, %v", len(os), err)
+	})
 	shopper.do("my orders", chromedp.Navigate(base+"/#/orders"), chromedp.WaitVisible(chromedp.CSS("[data-order]")))
 	if got := shopper.text("[data-order] td"); !strings.HasPrefix(got, "Test sale") {
 		t.Errorf("my orders names the order's sale as %q, want the sale's name", got)
