@@ -66,6 +66,11 @@ func TestMerchantInBrowser(t *testing.T) {
 	}
 	m.screenshot(dir, "admin-timeline.png")
 
+	// The operator's form names the sale's merchant (and could hand it over).
+	op.do("the operator's form", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d/edit", site.URL, id)), chromedp.WaitVisible(chromedp.CSS("#f-merchant_id")))
+	op.waitJS("the merchant chosen", fmt.Sprintf(`document.querySelector("#f-merchant_id").value === "%d"`, sale.MerchantID), 5*time.Second)
+	op.screenshot(dir, "admin-form-operator.png")
+
 	// The operator sees the merchant's sale and its changes in the log.
 	op.do("audit log", chromedp.Navigate(site.URL+"/admin#/audit"), chromedp.WaitVisible(chromedp.CSS("[data-audit]")))
 	op.screenshot(dir, "admin-audit.png")

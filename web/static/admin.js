@@ -129,7 +129,8 @@ async function salesView() {
     el("td", {}, s.id),
     el("td", {}, el("a", { href: `#/sales/${s.id}` }, el("strong", {}, userText(s.name))), el("div", { class: "muted" }, userText(s.item))),
     el("td", {}, el("span", { class: `badge ${s.status}` }, statusLabel[s.status])),
-    el("td", {}, `${s.sold} / ${s.total}`),
+    el("td", {}, `${s.sold} / ${s.total}`,
+      me && me.role === "operator" && s.merchant_id ? el("div", { class: "muted small" }, `merchant ${s.merchant_id}`) : null),
     el("td", { class: "hide-narrow" }, money(s.price_cents)),
     el("td", { class: "hide-narrow muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
     el("td", {}, el("div", { class: "actions" },
@@ -188,6 +189,17 @@ async function formView(id) {
     if (attrs.type === "checkbox") return el("label", { class: "check" }, inputs[k], label, errs[k]);
     return el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]);
   });
+  // The operator names whose sale it is (a merchant's are its own).
+  if (me && me.role === "operator") {
+    let list = { merchants: [] };
+    try { list = (await guard(() => api("GET", "/admin/api/merchants"))) || list; } catch (e) { /* the operator's then */ }
+    const current = sale ? sale.merchant_id : 0;
+    inputs.merchant_id = el("select", { id: "f-merchant_id", name: "merchant_id" },
+      el("option", { value: "0", selected: current === 0 }, "The operator"),
+      list.merchants.map((m) => el("option", { value: String(m.id), selected: current === m.id }, `${m.name} (${m.email})`)));
+    errs.merchant_id = el("span", { class: "err", id: "err-merchant_id" });
+    labels.push(el("label", {}, "Merchant (whose sale it is)", inputs.merchant_id, errs.merchant_id));
+  }
   // What a proof of work costs each shopper (and each bot account).
   const cost = el("span", { class: "muted", id: "pow-cost" });
   const showCost = () => { cost.textContent = powCost(Number(inputs.pow_difficulty.value)); };
@@ -206,6 +218,8 @@ async function formView(id) {
       const v = input.value.trim();
       if (input.type === "checkbox") {
         body[k] = input.checked;
+      } else if (input.tagName === "SELECT") {
+        body[k] = Number(input.value);
       } else if (input.type === "number") {
         if (v === "" || !Number.isInteger(Number(v))) {
           errs[k].textContent = "must be a whole number";
