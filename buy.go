@@ -8,6 +8,9 @@ type Buy struct {
 	// Ticket is the buy ticket the buy carries ("" for none), for a sale
 	// that requires one (package tickets checks it).
 	Ticket string
+	// Verified is whether the buyer's identity is verified, for a sale
+	// that is verified_only (package tickets checks it with the ticket).
+	Verified bool
 	// OrderID is the id the order gets if the buy is accepted. Empty, one
 	// is made (NewOrderID) only when the buy is decided by the stock, not
 	// for answers given from memory. A repeated request id gets the id

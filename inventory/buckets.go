@@ -71,12 +71,6 @@ func (s *Store) remember(sale int64, parts []Part) {
 	s.mu.Unlock()
 }
 
-func (s *Store) forget(sale int64) {
-	s.mu.Lock()
-	delete(s.parts, sale)
-	s.mu.Unlock()
-}
-
 // partIndex is the part a user is pinned to, of k.
 func partIndex(k int, user string) int {
 	if k <= 1 {

@@ -257,20 +257,6 @@ func (s *Service) Rules(ctx context.Context, id int64) (seckill.Stock, error) {
 	return s.rules.get(ctx, id)
 }
 
-// Eligible refuses a shopper whose identity is not verified on a sale
-// that is verified_only (seckill.ErrNotEligible), on the sale's settings
-// as of a second ago at most; a sale it cannot read is refused with why.
-func (s *Service) Eligible(ctx context.Context, id int64) error {
-	st, err := s.rules.get(ctx, id)
-	switch {
-	case err != nil:
-		return err
-	case st.VerifiedOnly:
-		return seckill.ErrNotEligible
-	}
-	return nil
-}
-
 // Record appends an event without a change of its own to the audit log
 // (a login, a failed login), in the name of ctx's actor; a merchant's is
 // its own row.

@@ -88,15 +88,13 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	u := currentUser(c)
-	if !u.Verified {
-		if err := s.eligible(c, id, u); err != nil {
-			s.refuse(c, id, err)
-			return
-		}
+	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Verified: u.Verified}
+	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
+	if err == nil && d.Answers[0].Code == seckill.CodeNotEligible && s.verifiedSince(c, u) {
+		// Refused before the stock, so nothing is kept for its request id.
+		b.Verified = true
+		d, err = s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
 	}
-	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{{
-		UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket,
-	}})
 	if err != nil {
 		s.refuse(c, id, err)
 		return
@@ -110,18 +108,15 @@ func (s *Server) buy(c *gin.Context) {
 	writeBought(c, buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)})
 }
 
-// eligible checks an unverified shopper against the sale's verified_only.
-// An account's session says what it was at sign-in: one refused is looked
-// at again, so an email confirmed on another device counts at once.
-func (s *Server) eligible(c *gin.Context, sale int64, u sessions.User) error {
-	err := s.Sales.Eligible(c.Request.Context(), sale)
-	if err != seckill.ErrNotEligible || s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
-		return err
+// verifiedSince reports whether an account refused as unverified has been
+// verified since its session was minted (its email confirmed on another
+// device): a session says what the account was at sign-in.
+func (s *Server) verifiedSince(c *gin.Context, u sessions.User) bool {
+	if s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
+		return false
 	}
-	if fresh, ferr := s.Identity.Accounts.User(c.Request.Context(), u.ID); ferr == nil && fresh.Verified {
-		return nil
-	}
-	return err
+	fresh, err := s.Identity.Accounts.User(c.Request.Context(), u.ID)
+	return err == nil && fresh.Verified
 }
 
 // writeBought answers an accepted buy, its JSON written by hand: order ids

@@ -52,11 +52,11 @@ func saleView(v sales.View, now time.Time, admin bool) saleJSON {
 	return j
 }
 
-func (s *Server) listSales(c *gin.Context) { s.writeSales(c, s.Sales.Public) }
+func (s *Server) listSales(c *gin.Context) { s.writeSales(c, s.Sales.Public, false) }
 
-func (s *Server) adminListSales(c *gin.Context) { s.writeSales(c, s.Sales.All) }
+func (s *Server) adminListSales(c *gin.Context) { s.writeSales(c, s.Sales.All, true) }
 
-func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.View, error)) {
+func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.View, error), admin bool) {
 	vs, err := list(c.Request.Context())
 	if err != nil {
 		abort(c, err)
@@ -65,39 +65,38 @@ func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.
 	now := s.Now()
 	out := make([]saleJSON, len(vs))
 	for i, v := range vs {
-		out[i] = saleView(v, now, adminRoute(c))
+		out[i] = saleView(v, now, admin)
 	}
 	c.JSON(http.StatusOK, gin.H{"sales": out})
 }
 
 // getSale shows a sale to shoppers; its row may be a second old.
-func (s *Server) getSale(c *gin.Context) { s.showSale(c, s.Sales.Find) }
+func (s *Server) getSale(c *gin.Context) { s.showSale(c, s.Sales.Find, false) }
 
 // adminGetSale shows a sale to the merchant, fresh from the ledger.
-func (s *Server) adminGetSale(c *gin.Context) { s.showSale(c, s.Sales.Get) }
+func (s *Server) adminGetSale(c *gin.Context) { s.showSale(c, s.Sales.Get, true) }
 
-func (s *Server) showSale(c *gin.Context, load func(context.Context, int64) (sales.View, error)) {
+func (s *Server) showSale(c *gin.Context, load func(context.Context, int64) (sales.View, error), admin bool) {
 	id, err := saleID(c)
 	if err != nil {
 		abort(c, err)
 		return
 	}
 	v, err := load(c.Request.Context(), id)
-	s.writeSale(c, http.StatusOK, v, err)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, saleView(v, s.Now(), admin))
 }
 
-// writeSale answers with a sale, or with err.
+// writeSale answers an admin request with a sale, or with err.
 func (s *Server) writeSale(c *gin.Context, status int, v sales.View, err error) {
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	c.JSON(status, saleView(v, s.Now(), adminRoute(c)))
-}
-
-// adminRoute reports whether the request came through the admin API.
-func adminRoute(c *gin.Context) bool {
-	return strings.HasPrefix(c.FullPath(), "/admin/")
+	c.JSON(status, saleView(v, s.Now(), true))
 }
 
 // saleRequest is the body of creating (every field required but buckets

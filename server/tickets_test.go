@@ -226,7 +226,8 @@ func TestProofOfWork(t *testing.T) {
 	wantPowInvalid("never issued", ticket(alice, map[string]any{"challenge": "00000000000000000000000000000000", "nonce": "1"}))
 
 	// A new challenge replaces the user's last one.
-	a, b = challenge(alice), challenge(alice)
+	a = challenge(alice)
+	challenge(alice)
 	wantPowInvalid("replaced challenge, solved", ticket(alice, map[string]any{"challenge": a, "nonce": solve(t, a, difficulty)}))
 
 	// Solved: a ticket, once; the challenge is then used up.

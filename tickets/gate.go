@@ -11,10 +11,11 @@ type Reserver interface {
 	Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error)
 }
 
-// Gate stands in front of the stock and checks each buy's ticket (on a
-// sale that requires one): a buy without a good ticket is answered
-// ticket_required or ticket_invalid and goes no further, so its request
-// id keeps no answer and a retry with a good ticket is decided afresh.
+// Gate stands in front of the stock and checks each buy against its
+// sale's rules (CheckBuy: a verified buyer, a good ticket): a buy refused
+// is answered not_eligible, ticket_required or ticket_invalid and goes no
+// further, so its request id keeps no answer and a retry that meets the
+// rules is decided afresh.
 type Gate struct {
 	next    Reserver
 	tickets *Service
@@ -29,12 +30,14 @@ func NewGate(next Reserver, tickets *Service) *Gate { return &Gate{next: next, t
 func (g *Gate) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
 	var refused []seckill.Code // by buy; nil while every buy passes
 	for i, b := range buys {
-		err := g.tickets.CheckBuy(ctx, sale, b.UserID, b.Ticket)
+		err := g.tickets.CheckBuy(ctx, sale, b)
 		if err == nil {
 			continue
 		}
 		code := seckill.CodeOf(err)
-		if code != seckill.CodeTicketRequired && code != seckill.CodeTicketInvalid {
+		switch code {
+		case seckill.CodeTicketRequired, seckill.CodeTicketInvalid, seckill.CodeNotEligible:
+		default:
 			return seckill.Decision{}, err
 		}
 		if refused == nil {

@@ -145,23 +145,26 @@ func New(sales Sales, challenges Challenges, key []byte, ttl time.Duration, now 
 	return &Service{sales: sales, challenges: challenges, signer: newSigner(key), ttl: ttl, now: now}
 }
 
-// CheckBuy lets a buy through when its sale needs no ticket or its ticket
-// is good: seckill.ErrTicketRequired or ErrTicketInvalid otherwise. A sale
-// unknown to Redis is left to the buy itself, which answers
-// sale_not_found.
-func (s *Service) CheckBuy(ctx context.Context, sale int64, user, ticket string) error {
+// CheckBuy lets a buy through when its sale's rules allow it: a verified
+// buyer on a verified_only sale (seckill.ErrNotEligible otherwise), a good
+// ticket on a sale that requires one (seckill.ErrTicketRequired or
+// ErrTicketInvalid otherwise). A sale unknown to Redis is left to the buy
+// itself, which answers sale_not_found.
+func (s *Service) CheckBuy(ctx context.Context, sale int64, b seckill.Buy) error {
 	st, err := s.sales.Rules(ctx, sale)
 	switch {
 	case errors.Is(err, seckill.ErrSaleNotFound):
 		return nil // not cached: the sale may be created the next moment
 	case err != nil:
 		return unavailable(err)
+	case st.VerifiedOnly && !b.Verified:
+		return seckill.ErrNotEligible
 	case !st.RequireTicket:
 		return nil
-	case ticket == "":
+	case b.Ticket == "":
 		return seckill.ErrTicketRequired
 	}
-	return s.signer.check(ticket, user, sale, s.now())
+	return s.signer.check(b.Ticket, b.UserID, sale, s.now())
 }
 
 // open reads a sale's stock and refuses it unless the sale is open now
