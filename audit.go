@@ -135,6 +135,7 @@ func saleFields(s Sale) map[string]any {
 		"per_user_limit": s.PerUserLimit, "starts_at": s.StartsAt.UTC().Format(time.RFC3339Nano),
 		"ends_at": s.EndsAt.UTC().Format(time.RFC3339Nano), "status": string(s.Status), "buckets": s.Buckets,
 		"require_ticket": s.RequireTicket, "pow_difficulty": s.PowDifficulty, "verified_only": s.VerifiedOnly,
-		"merchant_id": s.MerchantID,
+		"waiting_room": s.WaitingRoom, "queue_opens_at": s.QueueOpensAt.UTC().Format(time.RFC3339Nano),
+		"admit_per_second": s.AdmitPerSecond, "merchant_id": s.MerchantID,
 	}
 }

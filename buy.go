@@ -8,6 +8,9 @@ type Buy struct {
 	// Ticket is the buy ticket the buy carries ("" for none), for a sale
 	// that requires one (package tickets checks it).
 	Ticket string
+	// Pass is the waiting room's admission pass the buy carries ("" for
+	// none), for a sale with a waiting room (package tickets checks it).
+	Pass string
 	// Verified is whether the buyer's identity is verified, for a sale
 	// that is verified_only (package tickets checks it with the ticket).
 	Verified bool

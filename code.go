@@ -24,6 +24,8 @@ const (
 	CodeTicketInvalid   Code = "ticket_invalid"
 	CodePowInvalid      Code = "pow_invalid"
 	CodeNotEligible     Code = "not_eligible"
+	CodePassRequired    Code = "pass_required"
+	CodePassInvalid     Code = "pass_invalid"
 	CodeEmailTaken      Code = "email_taken"
 	CodeNotFound        Code = "not_found"
 	CodeSaleNotFound    Code = "sale_not_found"
@@ -58,6 +60,8 @@ var (
 	ErrTicketInvalid   = errors.New("buy ticket invalid")
 	ErrPowInvalid      = errors.New("proof of work invalid")
 	ErrNotEligible     = errors.New("identity not verified")
+	ErrPassRequired    = errors.New("admission pass required")
+	ErrPassInvalid     = errors.New("admission pass invalid")
 	ErrEmailTaken      = errors.New("email taken")
 	ErrNotFound        = errors.New("no such route")
 	ErrSaleNotFound    = errors.New("sale not found")
@@ -109,6 +113,8 @@ var codeTable = []codeRow{
 	{CodeTicketInvalid, ErrTicketInvalid, http.StatusForbidden, "The buy ticket is expired, forged, or not yours for this sale: get a new one."},
 	{CodePowInvalid, ErrPowInvalid, http.StatusForbidden, "The proof of work is missing, wrong, expired or already used: get a new challenge."},
 	{CodeNotEligible, ErrNotEligible, http.StatusForbidden, "This sale sells only to verified shoppers: sign in with a verified account."},
+	{CodePassRequired, ErrPassRequired, http.StatusForbidden, "This sale lets shoppers in through its waiting room: join the queue (POST /api/sales/{id}/queue) and buy with the pass it gives when your turn comes."},
+	{CodePassInvalid, ErrPassInvalid, http.StatusForbidden, "The admission pass is expired, forged, or not yours for this sale: ask the waiting room for a new one (GET /api/sales/{id}/queue)."},
 	{CodeEmailTaken, ErrEmailTaken, http.StatusConflict, "An account with this email already exists: sign in instead."},
 	{CodeSaleNotFound, ErrSaleNotFound, http.StatusNotFound, "No such sale."},
 	{CodeOrderNotFound, ErrOrderNotFound, http.StatusNotFound, "No such order."},

@@ -43,7 +43,7 @@ func TestValidRequestID(t *testing.T) {
 
 func TestSaleValidate(t *testing.T) {
 	now := time.Now()
-	good := seckill.Sale{Name: "n", Item: "i", PriceCents: 0, Total: 10, PerUserLimit: 10, StartsAt: now, EndsAt: now.Add(time.Minute), Buckets: 1}
+	good := seckill.Sale{Name: "n", Item: "i", PriceCents: 0, Total: 10, PerUserLimit: 10, StartsAt: now, EndsAt: now.Add(time.Minute), Buckets: 1}.WithDefaults()
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +57,9 @@ func TestSaleValidate(t *testing.T) {
 		{"total", func(s *seckill.Sale) { s.Total = seckill.MaxTotal + 1 }},
 		{"per_user_limit", func(s *seckill.Sale) { s.PerUserLimit = 11 }},
 		{"buckets", func(s *seckill.Sale) { s.Buckets = 65 }},
+		{"admit_per_second", func(s *seckill.Sale) { s.AdmitPerSecond = seckill.MaxAdmitPerSecond + 1 }},
+		{"admit_per_second", func(s *seckill.Sale) { s.AdmitPerSecond = 0 }},
+		{"queue_opens_at", func(s *seckill.Sale) { s.QueueOpensAt = s.StartsAt.Add(time.Millisecond) }},
 		{"ends_at", func(s *seckill.Sale) { s.EndsAt = s.StartsAt }},
 	}
 	for _, tc := range tests {
@@ -114,5 +117,23 @@ func TestPhaseAt(t *testing.T) {
 		if got := st.PhaseAt(now); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestApplyMovesTheQueueOpening: a start moved without a new
+// queue_opens_at keeps the room's lead; one given is taken as it is.
+func TestApplyMovesTheQueueOpening(t *testing.T) {
+	start := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC)
+	sl := seckill.Sale{StartsAt: start, EndsAt: start.Add(time.Hour)}.WithDefaults()
+	if !sl.QueueOpensAt.Equal(start.Add(-seckill.DefaultQueueLead)) || sl.AdmitPerSecond != seckill.DefaultAdmitPerSecond {
+		t.Fatalf("defaults: opens %v, %d a second", sl.QueueOpensAt, sl.AdmitPerSecond)
+	}
+	later := start.Add(2 * time.Hour)
+	if got := sl.Apply(seckill.SalePatch{StartsAt: &later}); !got.QueueOpensAt.Equal(later.Add(-seckill.DefaultQueueLead)) {
+		t.Errorf("start moved: the room opens %v", got.QueueOpensAt)
+	}
+	opens := start.Add(-time.Minute)
+	if got := sl.Apply(seckill.SalePatch{StartsAt: &later, QueueOpensAt: &opens}); !got.QueueOpensAt.Equal(opens) {
+		t.Errorf("opening given: the room opens %v", got.QueueOpensAt)
 	}
 }

@@ -16,7 +16,15 @@ const (
 	// MaxPowDifficulty bounds a sale's proof of work: 2^32 hashes is hours
 	// of a browser's time already.
 	MaxPowDifficulty = 32
+	// MaxAdmitPerSecond bounds a waiting room's admission rate;
+	// DefaultAdmitPerSecond is a room's when none is given.
+	MaxAdmitPerSecond     = 100_000
+	DefaultAdmitPerSecond = 100
 )
+
+// DefaultQueueLead is how long before its start a sale's waiting room
+// opens when no queue_opens_at is given.
+const DefaultQueueLead = 15 * time.Minute
 
 // The window of a sale lies within these years, which both MySQL's
 // DATETIME and the scripts' millisecond clocks hold exactly.
@@ -92,6 +100,13 @@ type Sale struct {
 	PowDifficulty int
 	// VerifiedOnly sells only to verified identities.
 	VerifiedOnly bool
+	// WaitingRoom admits shoppers through a queue (API.md, Waiting room):
+	// those who join from QueueOpensAt to StartsAt get random places, later
+	// ones line up behind them, and AdmitPerSecond places are let in each
+	// second from the start.
+	WaitingRoom    bool
+	QueueOpensAt   time.Time
+	AdmitPerSecond int64
 	// MerchantID is the merchant whose sale it is (0: the operator's).
 	MerchantID int64
 	CreatedAt  time.Time
@@ -109,12 +124,20 @@ type SalePatch struct {
 	RequireTicket *bool
 	PowDifficulty *int
 	VerifiedOnly  *bool
+	// The waiting room's settings.
+	WaitingRoom    *bool
+	QueueOpensAt   *time.Time
+	AdmitPerSecond *int64
 	// MerchantID hands the sale to another merchant (the operator only).
 	MerchantID *int64
 }
 
-// Apply returns the sale with the patch's fields set.
+// Apply returns the sale with the patch's fields set. A start moved
+// without a new queue_opens_at moves the room's opening with it.
 func (s Sale) Apply(p SalePatch) Sale {
+	if p.StartsAt != nil && p.QueueOpensAt == nil && !s.QueueOpensAt.IsZero() && !s.StartsAt.IsZero() {
+		s.QueueOpensAt = s.QueueOpensAt.Add(p.StartsAt.Sub(s.StartsAt))
+	}
 	set(&s.Name, p.Name)
 	set(&s.Item, p.Item)
 	set(&s.PriceCents, p.PriceCents)
@@ -124,8 +147,40 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.RequireTicket, p.RequireTicket)
 	set(&s.PowDifficulty, p.PowDifficulty)
 	set(&s.VerifiedOnly, p.VerifiedOnly)
+	set(&s.WaitingRoom, p.WaitingRoom)
+	set(&s.QueueOpensAt, p.QueueOpensAt)
+	set(&s.AdmitPerSecond, p.AdmitPerSecond)
 	set(&s.MerchantID, p.MerchantID)
 	return s
+}
+
+// WithDefaults fills what a new sale may leave out: one bucket, a room
+// that opens DefaultQueueLead before the start and admits
+// DefaultAdmitPerSecond.
+func (s Sale) WithDefaults() Sale {
+	if s.Buckets == 0 {
+		s.Buckets = 1
+	}
+	if s.QueueOpensAt.IsZero() && !s.StartsAt.IsZero() {
+		s.QueueOpensAt = s.StartsAt.Add(-DefaultQueueLead)
+	}
+	if s.AdmitPerSecond == 0 {
+		s.AdmitPerSecond = DefaultAdmitPerSecond
+	}
+	return s
+}
+
+// RoomChange names the field of p that would change the waiting room's
+// setup (whether there is one, or when it opens), which a started sale
+// keeps; "" when p changes neither.
+func (s Sale) RoomChange(p SalePatch) string {
+	switch {
+	case p.WaitingRoom != nil && *p.WaitingRoom != s.WaitingRoom:
+		return "waiting_room"
+	case p.QueueOpensAt != nil && !p.QueueOpensAt.Equal(s.QueueOpensAt):
+		return "queue_opens_at"
+	}
+	return ""
 }
 
 func set[T any](dst *T, v *T) {
@@ -161,10 +216,13 @@ func (s Sale) Validate() error {
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
 		bad("pow_difficulty", "must be between 0 and 32")
 	}
+	if s.AdmitPerSecond < 1 || s.AdmitPerSecond > MaxAdmitPerSecond {
+		bad("admit_per_second", "must be between 1 and 100000")
+	}
 	for _, f := range []struct {
 		name string
 		at   time.Time
-	}{{"starts_at", s.StartsAt}, {"ends_at", s.EndsAt}} {
+	}{{"starts_at", s.StartsAt}, {"ends_at", s.EndsAt}, {"queue_opens_at", s.QueueOpensAt}} {
 		switch {
 		case f.at.IsZero():
 			bad(f.name, "is required")
@@ -174,6 +232,9 @@ func (s Sale) Validate() error {
 	}
 	if !s.EndsAt.IsZero() && !s.StartsAt.Before(s.EndsAt) {
 		bad("ends_at", "must be after starts_at")
+	}
+	if !s.QueueOpensAt.IsZero() && s.QueueOpensAt.After(s.StartsAt) {
+		bad("queue_opens_at", "must not be after starts_at")
 	}
 	if len(fs) > 0 {
 		return Invalid(fs...)
@@ -204,6 +265,9 @@ type Stock struct {
 	RequireTicket          bool
 	PowDifficulty          int
 	VerifiedOnly           bool
+	WaitingRoom            bool
+	QueueOpensAt           time.Time
+	AdmitPerSecond         int64
 }
 
 // PhaseAt is the sale's state as shoppers see it at now.
@@ -228,6 +292,7 @@ func StockOf(s Sale) Stock {
 	return Stock{
 		Total: s.Total, Limit: s.PerUserLimit, PriceCents: s.PriceCents, Start: s.StartsAt, End: s.EndsAt,
 		Status: s.Status, RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
+		WaitingRoom: s.WaitingRoom, QueueOpensAt: s.QueueOpensAt, AdmitPerSecond: s.AdmitPerSecond,
 	}
 }
 

@@ -77,9 +77,11 @@ type Config struct {
 	// start instead of refusing to run on an old one.
 	AutoMigrate bool `koanf:"auto_migrate"`
 
-	JWTSecret     string        `koanf:"jwt_secret" secret:"true"`
-	SessionTTL    time.Duration `koanf:"session_ttl"`
-	TicketTTL     time.Duration `koanf:"ticket_ttl"`
+	JWTSecret  string        `koanf:"jwt_secret" secret:"true"`
+	SessionTTL time.Duration `koanf:"session_ttl"`
+	TicketTTL  time.Duration `koanf:"ticket_ttl"`
+	// PassTTL is how long a waiting room's admission pass serves.
+	PassTTL       time.Duration `koanf:"pass_ttl"`
 	AdminToken    string        `koanf:"admin_token" secret:"true"`
 	AdminPassword string        `koanf:"admin_password" secret:"true"`
 
@@ -313,6 +315,9 @@ func (c *Config) complete() error {
 	}
 	if c.TicketTTL < 10*time.Second || c.TicketTTL > time.Hour {
 		bad("ticket_ttl", "must be between 10s and 1h")
+	}
+	if c.PassTTL < 10*time.Second || c.PassTTL > time.Hour {
+		bad("pass_ttl", "must be between 10s and 1h")
 	}
 	if c.PaymentWindow < time.Second {
 		bad("payment_window", "must be at least 1s")

@@ -160,7 +160,7 @@ func decodeReply(reply string, n int) (seckill.Code, []string, error) {
 
 // stockFields are the fields of a stock hash that decodeStock reads, in
 // its order.
-var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified"}
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified", "room", "qopen", "rate"}
 
 // decodeStock reads the values of stockFields (HMGET); ok is false when
 // the hash does not exist.
@@ -172,7 +172,8 @@ func decodeStock(v []any) (st seckill.Stock, ok bool) {
 		Total: toInt(v[0]), Available: toInt(v[1]), Sold: toInt(v[2]), Limit: toInt(v[3]), PriceCents: toInt(v[4]),
 		Start: time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
 		Status: seckill.Status(fmt.Sprint(v[7])), RequireTicket: v[8] == "1", PowDifficulty: int(toInt(v[9])),
-		VerifiedOnly: v[10] == "1",
+		VerifiedOnly: v[10] == "1", WaitingRoom: v[11] == "1", QueueOpensAt: time.UnixMilli(toInt(v[12])),
+		AdmitPerSecond: toInt(v[13]),
 	}, true
 }
 
@@ -192,6 +193,10 @@ type warmArgs struct {
 	ticket        bool
 	powDifficulty int
 	verifiedOnly  bool
+	// The waiting room's settings.
+	room      bool
+	queueOpen time.Time
+	rate      int64
 }
 
 func (w warmArgs) args() []any {
@@ -200,7 +205,8 @@ func (w warmArgs) args() []any {
 		exp = w.expireAt.UnixMilli()
 	}
 	return []any{w.total, w.sold, w.limit, w.start.UnixMilli(), w.end.UnixMilli(), string(w.status), w.price, exp,
-		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty, flag(w.verifiedOnly)}
+		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty, flag(w.verifiedOnly),
+		flag(w.room), w.queueOpen.UnixMilli(), w.rate}
 }
 
 func flag(b bool) string {

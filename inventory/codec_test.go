@@ -19,7 +19,8 @@ func TestScriptsAgreeWithTheCodecs(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Millisecond)
 	sl := seckill.Sale{ID: 424242, Total: 10, PerUserLimit: 3, PriceCents: 4999, StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), Status: seckill.StatusActive, Buckets: 1, RequireTicket: true, PowDifficulty: 12}
+		EndsAt: now.Add(time.Hour), Status: seckill.StatusActive, Buckets: 1, RequireTicket: true, PowDifficulty: 12,
+		WaitingRoom: true, QueueOpensAt: now.Add(-time.Hour), AdmitPerSecond: 250}
 	if _, err := e.inv.Warm(ctx, sl); err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +31,12 @@ func TestScriptsAgreeWithTheCodecs(t *testing.T) {
 	}
 	st, ok := inventory.DecodeStock(raw)
 	want := seckill.Stock{Total: 10, Available: 10, Limit: 3, PriceCents: 4999, Start: sl.StartsAt, End: sl.EndsAt,
-		Status: seckill.StatusActive, RequireTicket: true, PowDifficulty: 12}
-	if !ok || !st.Start.Equal(want.Start) || !st.End.Equal(want.End) {
+		Status: seckill.StatusActive, RequireTicket: true, PowDifficulty: 12, WaitingRoom: true, AdmitPerSecond: 250,
+		QueueOpensAt: sl.QueueOpensAt}
+	if !ok || !st.Start.Equal(want.Start) || !st.End.Equal(want.End) || !st.QueueOpensAt.Equal(want.QueueOpensAt) {
 		t.Fatalf("stock hash reads as %+v (present %v), want %+v", st, ok, want)
 	}
-	st.Start, st.End = want.Start, want.End
+	st.Start, st.End, st.QueueOpensAt = want.Start, want.End, want.QueueOpensAt
 	if st != want {
 		t.Errorf("stock hash reads as %+v, want %+v", st, want)
 	}

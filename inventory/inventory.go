@@ -319,6 +319,7 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale seckill
 		total: total, sold: sold, limit: sale.PerUserLimit, start: sale.StartsAt, end: sale.EndsAt, status: sale.Status,
 		price: sale.PriceCents, expireAt: s.expireAt(sale), reset: reset, parts: len(parts),
 		ticket: sale.RequireTicket, powDifficulty: sale.PowDifficulty, verifiedOnly: sale.VerifiedOnly,
+		room: sale.WaitingRoom, queueOpen: sale.QueueOpensAt, rate: sale.AdmitPerSecond,
 	}
 	if p == parts[0] {
 		w.tags = tagList(parts)

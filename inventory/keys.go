@@ -89,6 +89,12 @@ func (k Keys) Capped(sale int64) string { return k.sale(sale) + "capped" }
 // used or expires.
 func (k Keys) Challenge(sale int64, user string) string { return k.sale(sale) + "challenge:" + user }
 
+// Queue is a sale's waiting room: user id to score (queue.lua).
+func (k Keys) Queue(sale int64) string { return k.sale(sale) + "queue" }
+
+// Room is the state of a sale's waiting room's admission (queue.lua).
+func (k Keys) Room(sale int64) string { return k.sale(sale) + "room" }
+
 // Turn is held (with an expiry) by the process whose turn it is to do a
 // periodic chore for a sale, such as reconciling it.
 func (k Keys) Turn(chore string, sale int64) string { return k.sale(sale) + "turn:" + chore }

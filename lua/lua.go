@@ -24,6 +24,8 @@ var (
 	moveSrc string
 	//go:embed accept.lua
 	acceptSrc string
+	//go:embed queue.lua
+	queueSrc string
 )
 
 // The scripts, ready to Run.
@@ -35,4 +37,5 @@ var (
 	Status  = redis.NewScript(statusSrc)
 	Move    = redis.NewScript(moveSrc)
 	Accept  = redis.NewScript(acceptSrc)
+	Queue   = redis.NewScript(queueSrc)
 )

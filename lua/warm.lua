@@ -16,6 +16,8 @@
 -- ARGV[11] tags of the other parts, comma-separated (first part only; '')
 -- ARGV[12] "1" when buys need a ticket   ARGV[13] proof-of-work difficulty
 -- ARGV[14] "1" when only verified identities buy
+-- ARGV[15] "1" when the sale has a waiting room   ARGV[16] when its queue
+--          opens (unix ms)   ARGV[17] places it admits a second
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -28,7 +30,7 @@ if fresh or ARGV[9] == '1' then
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
   'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10],
-  'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14])
+  'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14], 'room', ARGV[15], 'qopen', ARGV[16], 'rate', ARGV[17])
 if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'tags', ARGV[11])
 end

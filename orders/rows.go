@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -8,30 +9,38 @@ import (
 
 // saleRow is a row of the sales table.
 type saleRow struct {
-	ID            int64     `db:"id"`
-	Name          string    `db:"name"`
-	Item          string    `db:"item"`
-	PriceCents    int64     `db:"price_cents"`
-	Total         int64     `db:"total"`
-	PerUserLimit  int64     `db:"per_user_limit"`
-	StartsAt      time.Time `db:"starts_at"`
-	EndsAt        time.Time `db:"ends_at"`
-	Status        string    `db:"status"`
-	Buckets       int       `db:"buckets"`
-	RequireTicket bool      `db:"require_ticket"`
-	PowDifficulty int       `db:"pow_difficulty"`
-	VerifiedOnly  bool      `db:"verified_only"`
-	MerchantID    int64     `db:"merchant_id"`
-	CreatedAt     time.Time `db:"created_at"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	ID            int64        `db:"id"`
+	Name          string       `db:"name"`
+	Item          string       `db:"item"`
+	PriceCents    int64        `db:"price_cents"`
+	Total         int64        `db:"total"`
+	PerUserLimit  int64        `db:"per_user_limit"`
+	StartsAt      time.Time    `db:"starts_at"`
+	EndsAt        time.Time    `db:"ends_at"`
+	Status        string       `db:"status"`
+	Buckets       int          `db:"buckets"`
+	RequireTicket bool         `db:"require_ticket"`
+	PowDifficulty int          `db:"pow_difficulty"`
+	VerifiedOnly  bool         `db:"verified_only"`
+	WaitingRoom   bool         `db:"waiting_room"`
+	QueueOpensAt  sql.NullTime `db:"queue_opens_at"`
+	AdmitPerSec   int64        `db:"admit_per_second"`
+	MerchantID    int64        `db:"merchant_id"`
+	CreatedAt     time.Time    `db:"created_at"`
+	UpdatedAt     time.Time    `db:"updated_at"`
 }
 
+// sale is the row as a sale; one made before waiting rooms existed has
+// the room's defaults.
 func (r saleRow) sale() seckill.Sale {
-	return seckill.Sale{
+	s := seckill.Sale{
 		ID: r.ID, Name: r.Name, Item: r.Item, PriceCents: r.PriceCents, Total: r.Total, PerUserLimit: r.PerUserLimit,
 		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Status: seckill.Status(r.Status), Buckets: r.Buckets,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, MerchantID: r.MerchantID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly,
+		WaitingRoom: r.WaitingRoom, QueueOpensAt: r.QueueOpensAt.Time, AdmitPerSecond: r.AdmitPerSec,
+		MerchantID: r.MerchantID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+	return s.WithDefaults()
 }
 
 // orderRow is a row of the orders table.

@@ -56,12 +56,12 @@ func failed(op string, err error) error {
 	return fmt.Errorf("orders: %s: %w", op, err)
 }
 
-const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, verified_only, merchant_id, created_at, updated_at`
+const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, verified_only, waiting_room, queue_opens_at, admit_per_second, merchant_id, created_at, updated_at`
 
 const insertSale = `
 INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets,
-  require_ticket, pow_difficulty, verified_only, merchant_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+  require_ticket, pow_difficulty, verified_only, waiting_room, queue_opens_at, admit_per_second, merchant_id, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // CreateSale stores a new sale with its initial stock movement and, in the
 // same transaction, hands it with its id to load (the stock's warm-up in
@@ -72,7 +72,8 @@ func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time
 	err := s.InTx(ctx, func(tx *Store) error {
 		res, err := tx.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
 			sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Status, max(1, sale.Buckets),
-			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, sale.MerchantID, now, now)
+			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, sale.WaitingRoom, sale.QueueOpensAt.UTC(),
+			sale.AdmitPerSecond, sale.MerchantID, now, now)
 		if err != nil {
 			return failed("create sale", err)
 		}
@@ -114,7 +115,8 @@ func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta
 
 const updateSale = `
 UPDATE sales SET name = ?, item = ?, price_cents = ?, total = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
-  status = ?, require_ticket = ?, pow_difficulty = ?, verified_only = ?, merchant_id = ?, updated_at = ?
+  status = ?, require_ticket = ?, pow_difficulty = ?, verified_only = ?, waiting_room = ?, queue_opens_at = ?,
+  admit_per_second = ?, merchant_id = ?, updated_at = ?
 WHERE id = ?`
 
 // ChangeSale changes one sale in one transaction: it locks the sale's row,
@@ -144,7 +146,8 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action 
 		}
 		_, err = tx.exec.ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
 			after.PerUserLimit, after.StartsAt.UTC(), after.EndsAt.UTC(), after.Status, after.RequireTicket,
-			after.PowDifficulty, after.VerifiedOnly, after.MerchantID, after.UpdatedAt, id)
+			after.PowDifficulty, after.VerifiedOnly, after.WaitingRoom, after.QueueOpensAt.UTC(), after.AdmitPerSecond,
+			after.MerchantID, after.UpdatedAt, id)
 		if err != nil {
 			return failed(fmt.Sprintf("update sale %d", id), err)
 		}

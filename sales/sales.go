@@ -43,6 +43,8 @@ type Stock interface {
 	Accepted(ctx context.Context, sale int64, orderID, user string) (seckill.Event, bool, error)
 	Outcomes(ctx context.Context, sale int64) (map[string]int64, error)
 	FirstCapped(ctx context.Context, sale int64, n int64) ([]seckill.CappedUser, error)
+	ReadQueue(ctx context.Context, sale int64, user string, now time.Time, gone bool) (seckill.Queue, error)
+	BuyerCount(ctx context.Context, sale int64) (int64, error)
 }
 
 // Config tunes a Service.
@@ -295,9 +297,7 @@ func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 		sl.MerchantID = a.MerchantID
 	}
 	sl.Status = seckill.StatusActive
-	if sl.Buckets == 0 {
-		sl.Buckets = 1
-	}
+	sl = sl.WithDefaults()
 	if err := sl.Validate(); err != nil {
 		return View{}, err
 	}
@@ -315,9 +315,14 @@ func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 }
 
 // Update changes a sale's settings (the total changes by Restock only, the
-// buckets never), in the ledger and in Redis.
+// buckets never, the waiting room's setup only before the start), in the
+// ledger and in Redis.
 func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (View, error) {
 	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
+		if f := sl.RoomChange(p); f != "" && !s.now().Before(sl.StartsAt) {
+			return sl, seckill.Invalid(seckill.FieldError{Field: f,
+				Message: "is set before the sale starts (the admission rate may still change)"})
+		}
 		if p.MerchantID != nil && *p.MerchantID != sl.MerchantID {
 			if seckill.ActorOf(ctx).Role == seckill.RoleMerchant {
 				return sl, errHandOver

@@ -15,6 +15,16 @@ type Stats struct {
 	// process as of its last flush.
 	Outcomes map[string]int64
 	Defence  Defence
+	// Queue is the waiting room's figures; nil for a sale without one.
+	Queue *QueueStats
+}
+
+// QueueStats are a waiting room's figures: its queue, the places admitted,
+// how many joined before the start, and the admitted shoppers who bought
+// (every buyer of a sale with a room used their pass).
+type QueueStats struct {
+	Size, Admitted, JoinedBeforeStart, PassesUsed int64
+	AdmitPerSecond                                int64
 }
 
 // Defence is what a sale's bot defence saw (API.md, buy tickets): buys
@@ -63,6 +73,19 @@ func (s *Service) Stats(ctx context.Context, id int64) (Stats, error) {
 	d.TicketInvalid = st.Outcomes[string(seckill.CodeTicketInvalid)]
 	if d.FirstCapped, err = s.stock.FirstCapped(ctx, id, firstCappedShown); err != nil {
 		return Stats{}, err
+	}
+	if v.Stock.WaitingRoom {
+		now := s.now()
+		q, err := s.stock.ReadQueue(ctx, id, "", now, v.Phase(now) == seckill.PhaseSoldOut)
+		if err != nil {
+			return Stats{}, err
+		}
+		used, err := s.stock.BuyerCount(ctx, id)
+		if err != nil {
+			return Stats{}, err
+		}
+		st.Queue = &QueueStats{Size: q.Size, Admitted: q.AdmittedThrough, JoinedBeforeStart: q.JoinedBeforeStart,
+			PassesUsed: used, AdmitPerSecond: v.Stock.AdmitPerSecond}
 	}
 	return st, nil
 }

@@ -15,6 +15,7 @@ type buyRequest struct {
 	Qty       int64  `json:"qty"`
 	RequestID string `json:"request_id"`
 	Ticket    string `json:"ticket"`
+	Pass      string `json:"pass"`
 }
 
 type buyResponse struct {
@@ -88,7 +89,7 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	u := currentUser(c)
-	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Verified: u.Verified}
+	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Pass: req.Pass, Verified: u.Verified}
 	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
 	if err == nil && d.Answers[0].Code == seckill.CodeNotEligible && s.verifiedSince(c, u) {
 		// Refused before the stock, so nothing is kept for its request id.

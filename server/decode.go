@@ -165,8 +165,8 @@ func kindOf(t reflect.Type) string {
 // decoders are reused by decodeBuy: a buy is the hottest body of all.
 var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
 
-// decodeBuy reads a buy body {"qty": n, "request_id": "…", "ticket": "…"}
-// (ticket optional) with the same rules as decode (exact keys, no
+// decodeBuy reads a buy body {"qty": n, "request_id": "…", "ticket": "…",
+// "pass": "…"} (ticket and pass optional) with the same rules as decode (exact keys, no
 // duplicates or nulls, whole numbers in range, application/json only,
 // nothing after the object), without reflection.
 func decodeBuy(c *gin.Context) (buyRequest, error) {
@@ -193,7 +193,7 @@ func decodeBuy(c *gin.Context) (buyRequest, error) {
 			return req, decodeError(err)
 		}
 		switch {
-		case name != "qty" && name != "request_id" && name != "ticket":
+		case name != "qty" && name != "request_id" && name != "ticket" && name != "pass":
 			return req, invalid("Unknown field %q (field names are case-sensitive).", name)
 		case kind == 'n':
 			return req, invalid("Field %q must not be null.", name)
@@ -210,12 +210,17 @@ func decodeBuy(c *gin.Context) (buyRequest, error) {
 			if err != nil {
 				return req, decodeError(err)
 			}
-			if name == "ticket" {
+			switch name {
+			case "ticket", "pass":
 				if len(s) > tickets.MaxLen {
 					return req, invalid("Field %q is too long.", name)
 				}
-				req.Ticket = s
-			} else {
+				if name == "ticket" {
+					req.Ticket = s
+				} else {
+					req.Pass = s
+				}
+			default:
 				req.RequestID = s
 			}
 		}

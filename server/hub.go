@@ -50,6 +50,26 @@ type stockMessage struct {
 	At        time.Time     `json:"at"`
 }
 
+// queueMessage is the waiting room's frame (API.md, Waiting room): one
+// for every watcher, each page working out its own position from its
+// place.
+type queueMessage struct {
+	Type            string        `json:"type"`
+	SaleID          int64         `json:"sale_id"`
+	AdmittedThrough int64         `json:"admitted_through"`
+	QueueSize       int64         `json:"queue_size"`
+	Status          seckill.Phase `json:"status"`
+	At              time.Time     `json:"at"`
+}
+
+func (m queueMessage) differs(sent queueMessage) bool {
+	return sent.Type == "" || m.AdmittedThrough != sent.AdmittedThrough || m.QueueSize != sent.QueueSize || m.Status != sent.Status
+}
+
+// queueGap is the least time between two queue frames of a sale (API.md:
+// at most ten a second).
+const queueGap = 100 * time.Millisecond
+
 // differs reports whether m tells a watcher something new compared to sent.
 func (m stockMessage) differs(sent stockMessage) bool {
 	return sent.Type == "" || m.Remaining != sent.Remaining || m.Status != sent.Status ||
@@ -213,8 +233,10 @@ func (h *hubs) join(sale int64, conn *websocket.Conn, ip string) {
 		go hb.run(ctx)
 	}
 	hb.clients[cl] = true
-	if hb.last != nil {
-		cl.send <- hb.last // the queue is empty: this never blocks
+	for _, pm := range hb.last {
+		if pm != nil {
+			cl.send <- pm // the queue is empty and longer than last: this never blocks
+		}
 	}
 	h.mu.Unlock()
 	h.s.metrics.wsClients.Inc()
@@ -256,22 +278,37 @@ func (h *hubs) closeAll() {
 	}
 }
 
+// The kinds of frame a hub sends, by their index in hub.last.
+const (
+	stockFrame = iota
+	queueFrame
+	frameKinds
+)
+
 // hub polls one sale and fans its changes out.
 type hub struct {
 	hubs    *hubs
 	sale    int64
 	clients map[*wsClient]bool // guarded by hubs.mu
-	last    *websocket.PreparedMessage
-	stop    context.CancelFunc
+	// last is the latest frame of each kind, for a client that joins.
+	last [frameKinds]*websocket.PreparedMessage
+	stop context.CancelFunc
 }
 
 func (hb *hub) run(ctx context.Context) {
 	tick := time.NewTicker(hb.hubs.s.cfg.WSPoll)
 	defer tick.Stop()
 	var sent stockMessage
+	var queued queueMessage
+	var queueRead time.Time
 	failing := false // log a Redis outage once, not ten times a second
 	for {
-		msg, err := hb.read(ctx)
+		msg, room, err := hb.read(ctx)
+		var qm queueMessage
+		if err == nil && room && time.Since(queueRead) >= queueGap {
+			queueRead = time.Now()
+			qm, err = hb.readQueue(ctx, msg.Status)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {
@@ -281,10 +318,15 @@ func (hb *hub) run(ctx context.Context) {
 		case err == nil && failing:
 			failing = false
 			slog.Info("ws hub: reading stock again", "sale", hb.sale)
-			fallthrough
-		case err == nil && msg.differs(sent):
+			sent, queued = stockMessage{}, queueMessage{}
+		}
+		if err == nil && msg.differs(sent) {
 			sent = msg
-			hb.broadcast(msg)
+			hb.broadcast(stockFrame, msg)
+		}
+		if err == nil && qm.Type != "" && qm.differs(queued) {
+			queued = qm
+			hb.broadcast(queueFrame, qm)
 		}
 		select {
 		case <-ctx.Done():
@@ -294,23 +336,46 @@ func (hb *hub) run(ctx context.Context) {
 	}
 }
 
-func (hb *hub) read(ctx context.Context) (stockMessage, error) {
+// read reads the sale's stock as its frame, and whether the sale has a
+// waiting room.
+func (hb *hub) read(ctx context.Context) (stockMessage, bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	st, err := hb.hubs.s.Sales.Stock(rctx, hb.sale)
 	if err != nil {
-		return stockMessage{}, err
+		return stockMessage{}, false, err
 	}
 	now := hb.hubs.s.Now()
 	return stockMessage{
 		Type: "stock", SaleID: hb.sale, Remaining: max(0, st.Available), Total: st.Total, Sold: st.Sold,
 		Status: st.PhaseAt(now), StartsAt: st.Start.UTC(), EndsAt: st.End.UTC(), At: now.UTC(),
-	}, nil
+	}, st.WaitingRoom, nil
 }
 
-// broadcast encodes msg once and queues it for every client; a client
-// whose queue is full is too slow and is dropped, never waited for.
-func (hb *hub) broadcast(msg stockMessage) {
+// readQueue reads the sale's waiting room as its frame (which also
+// advances its admission); phase is the sale's, sold_out once the room
+// says so.
+func (hb *hub) readQueue(ctx context.Context, phase seckill.Phase) (queueMessage, error) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	q, err := hb.hubs.s.Room.Watch(rctx, hb.sale)
+	switch {
+	case seckill.CodeOf(err) == seckill.CodeNotFound:
+		return queueMessage{}, nil // the room was just turned off
+	case err != nil:
+		return queueMessage{}, err
+	}
+	if q.SoldOut {
+		phase = seckill.PhaseSoldOut
+	}
+	return queueMessage{Type: "queue", SaleID: hb.sale, AdmittedThrough: q.AdmittedThrough, QueueSize: q.Size,
+		Status: phase, At: hb.hubs.s.Now().UTC()}, nil
+}
+
+// broadcast encodes msg once and queues it for every client as the latest
+// frame of its kind; a client whose queue is full is too slow and is
+// dropped, never waited for.
+func (hb *hub) broadcast(kind int, msg any) {
 	data, _ := json.Marshal(msg)
 	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
 	if err != nil {
@@ -320,7 +385,7 @@ func (hb *hub) broadcast(msg stockMessage) {
 	h := hb.hubs
 	var slow []*wsClient
 	h.mu.Lock()
-	hb.last = pm
+	hb.last[kind] = pm
 	for cl := range hb.clients {
 		select {
 		case cl.send <- pm:

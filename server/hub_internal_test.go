@@ -52,7 +52,7 @@ func TestBroadcastDropsSlowClient(t *testing.T) {
 
 	done := make(chan struct{})
 	go func() {
-		hb.broadcast(stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
+		hb.broadcast(stockFrame, stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
 		close(done)
 	}()
 	select {

@@ -100,10 +100,21 @@ type statsJSON struct {
 	OrdersCancelled int64            `json:"orders_cancelled"`
 	Outcomes        map[string]int64 `json:"outcomes"`
 	Defence         defenceJSON      `json:"defence"`
+	// Queue is the waiting room's figures, for a sale with one.
+	Queue *queueStatsJSON `json:"queue,omitempty"`
 	// DeadLetters is the size of the dead-letter queue (all sales): orders
 	// the worker gave up on, to look into with seckill deadletters.
 	DeadLetters *int      `json:"dead_letters,omitempty"`
 	At          time.Time `json:"at"`
+}
+
+// queueStatsJSON are a waiting room's figures (sales.QueueStats).
+type queueStatsJSON struct {
+	Size              int64 `json:"size"`
+	Admitted          int64 `json:"admitted"`
+	JoinedBeforeStart int64 `json:"joined_before_start"`
+	PassesUsed        int64 `json:"passes_used"`
+	AdmitPerSecond    int64 `json:"admit_per_second"`
 }
 
 // defenceJSON is what a sale's bot defence saw (sales.Defence).
@@ -143,7 +154,13 @@ func (s *Server) saleStats(c *gin.Context) {
 	}
 	now := s.Now()
 	v := saleView(st.View, now, true)
+	var queue *queueStatsJSON
+	if q := st.Queue; q != nil {
+		queue = &queueStatsJSON{Size: q.Size, Admitted: q.Admitted, JoinedBeforeStart: q.JoinedBeforeStart,
+			PassesUsed: q.PassesUsed, AdmitPerSecond: q.AdmitPerSecond}
+	}
 	c.JSON(http.StatusOK, statsJSON{
+		Queue: queue,
 		SaleID: id, Total: v.Total, Sold: v.Sold, Remaining: v.Remaining, Status: v.Status,
 		OrdersPersisted: st.Totals.Persisted(),
 		OrdersPending:   st.Totals.Orders[seckill.OrderPending],

@@ -31,6 +31,10 @@ type saleJSON struct {
 	RequireTicket bool `json:"require_ticket"`
 	PowDifficulty int  `json:"pow_difficulty"`
 	VerifiedOnly  bool `json:"verified_only"`
+	// The waiting room (API.md, Waiting room).
+	WaitingRoom    bool      `json:"waiting_room"`
+	QueueOpensAt   time.Time `json:"queue_opens_at"`
+	AdmitPerSecond int64     `json:"admit_per_second"`
 	// MerchantID is whose sale it is (0: the operator's); admin views only.
 	MerchantID *int64    `json:"merchant_id,omitempty"`
 	ServerTime time.Time `json:"server_time"`
@@ -44,7 +48,8 @@ func saleView(v sales.View, now time.Time, admin bool) saleJSON {
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
-		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly, ServerTime: now.UTC(),
+		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly,
+		WaitingRoom: sl.WaitingRoom, QueueOpensAt: sl.QueueOpensAt.UTC(), AdmitPerSecond: sl.AdmitPerSecond, ServerTime: now.UTC(),
 	}
 	if admin {
 		j.MerchantID = &sl.MerchantID
@@ -116,6 +121,10 @@ type saleRequest struct {
 	PowDifficulty *int  `json:"pow_difficulty"`
 	// VerifiedOnly sells only to verified identities (optional on create).
 	VerifiedOnly *bool `json:"verified_only"`
+	// The waiting room (optional on create).
+	WaitingRoom    *bool      `json:"waiting_room"`
+	QueueOpensAt   *time.Time `json:"queue_opens_at"`
+	AdmitPerSecond *int64     `json:"admit_per_second"`
 	// MerchantID names the merchant whose sale it is (the operator only;
 	// a merchant's sales are its own).
 	MerchantID *int64 `json:"merchant_id"`
@@ -126,7 +135,8 @@ type saleRequest struct {
 func (r saleRequest) patch() seckill.SalePatch {
 	return seckill.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
 		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly, MerchantID: r.MerchantID}
+		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly,
+		WaitingRoom: r.WaitingRoom, QueueOpensAt: r.QueueOpensAt, AdmitPerSecond: r.AdmitPerSecond, MerchantID: r.MerchantID}
 }
 
 func trimmed(s *string) *string {
@@ -165,12 +175,23 @@ func (s *Server) createSale(c *gin.Context) {
 		return
 	}
 	sale := seckill.Sale{Total: *req.Total, Buckets: 1}.Apply(req.patch())
+	// Zeros given are out of range, not the defaults Create would give.
+	var zero []seckill.FieldError
 	if req.Buckets != nil {
-		if *req.Buckets == 0 { // out of range, not the default Create would give
-			abort(c, seckill.Invalid(seckill.FieldError{Field: "buckets", Message: "must be between 1 and 64"}))
-			return
+		if *req.Buckets == 0 {
+			zero = append(zero, seckill.FieldError{Field: "buckets", Message: "must be between 1 and 64"})
 		}
 		sale.Buckets = *req.Buckets
+	}
+	if req.AdmitPerSecond != nil && *req.AdmitPerSecond == 0 {
+		zero = append(zero, seckill.FieldError{Field: "admit_per_second", Message: "must be between 1 and 100000"})
+	}
+	if req.QueueOpensAt != nil && req.QueueOpensAt.IsZero() {
+		zero = append(zero, seckill.FieldError{Field: "queue_opens_at", Message: "must lie between the years 2000 and 9999"})
+	}
+	if len(zero) > 0 {
+		abort(c, seckill.Invalid(zero...))
+		return
 	}
 	v, err := s.Sales.Create(c.Request.Context(), sale)
 	s.writeSale(c, http.StatusCreated, v, err)

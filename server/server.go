@@ -29,6 +29,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/merchants"
+	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/tickets"
@@ -75,6 +76,8 @@ type Deps struct {
 	Sales    *sales.Service
 	Outcomes *sales.Outcomes
 	Tickets  *tickets.Service
+	// Room runs the sales' waiting rooms.
+	Room     *room.Service
 	Shoppers *sessions.Shoppers
 	Admins   *sessions.Admins
 	// Identity are the shoppers' sign-ins offered.
@@ -176,6 +179,10 @@ func (s *Server) routes() error {
 	// Tickets and challenges take from the buy limiters' budgets.
 	api.GET("/sales/:id/challenge", s.requireUser, s.rateLimit, s.challenge)
 	api.POST("/sales/:id/ticket", s.requireUser, s.rateLimit, s.ticket)
+	// The waiting room is read by every waiting page: the buy limiters
+	// bound what one user or address may ask of it.
+	api.POST("/sales/:id/queue", s.requireUser, s.rateLimit, s.joinQueue)
+	api.GET("/sales/:id/queue", s.requireUser, s.rateLimit, s.readQueue)
 	api.GET("/orders", s.requireUser, s.listOrders)
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)

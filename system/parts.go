@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/merchants"
+	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
@@ -39,13 +40,14 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	now := time.Now
 	sc := SessionsConfig(cfg)
 	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
-	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), cfg.TicketTTL, now)
+	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), room.Key(cfg.JWTSecret), cfg.TicketTTL, now)
 	id, err := s.identity(now)
 	if err != nil {
 		return server.Deps{}, err
 	}
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
+		Room: room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
 		Identity: id, Merchants: merchants.New(s.Ledger, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}

@@ -12,9 +12,9 @@ type Reserver interface {
 }
 
 // Gate stands in front of the stock and checks each buy against its
-// sale's rules (CheckBuy: a verified buyer, a good ticket): a buy refused
-// is answered not_eligible, ticket_required or ticket_invalid and goes no
-// further, so its request id keeps no answer and a retry that meets the
+// sale's rules (CheckBuy: a verified buyer, a good pass, a good ticket):
+// a buy refused is answered not_eligible, pass_required, pass_invalid,
+// ticket_required or ticket_invalid and goes no further, so its request id keeps no answer and a retry that meets the
 // rules is decided afresh.
 type Gate struct {
 	next    Reserver
@@ -36,7 +36,8 @@ func (g *Gate) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (sec
 		}
 		code := seckill.CodeOf(err)
 		switch code {
-		case seckill.CodeTicketRequired, seckill.CodeTicketInvalid, seckill.CodeNotEligible:
+		case seckill.CodeTicketRequired, seckill.CodeTicketInvalid, seckill.CodeNotEligible,
+			seckill.CodePassRequired, seckill.CodePassInvalid:
 		default:
 			return seckill.Decision{}, err
 		}

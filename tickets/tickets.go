@@ -1,104 +1,37 @@
 // Package tickets is the bot defence of a sale (API.md, buy tickets). A
 // sale with require_ticket takes buys only with a ticket: an HMAC over the
 // sale, the user and an expiry, handed out once the sale is open, checked
-// on each buy without a round trip. A sale with a pow_difficulty hands a
+// on each buy without a round trip (as is a waiting room's admission
+// pass, package room). A sale with a pow_difficulty hands a
 // ticket out only for a solved challenge: random, bound to user and sale,
 // kept in Redis until it is used once or expires.
 package tickets
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"math/bits"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/signed"
 )
 
-// Key derives the key that signs buy tickets from the session secret, so
-// a deployment has one secret to keep and rotate.
-func Key(jwtSecret string) []byte {
-	m := hmac.New(sha256.New, []byte(jwtSecret))
-	m.Write([]byte("seckill buy tickets v1"))
-	return m.Sum(nil)
-}
+// Key derives the key that signs buy tickets from the session secret.
+func Key(jwtSecret string) []byte { return signed.Key(jwtSecret, "seckill buy tickets v1") }
 
-// Mint returns a buy ticket of user for sale that serves until exp:
-// "<exp unix seconds>.<base64url HMAC>".
+// Mint returns a buy ticket of user for sale that serves until exp.
 func Mint(key []byte, user string, sale int64, exp time.Time) string {
-	return newSigner(key).mint(user, sale, exp)
+	return signed.NewSigner(key).Mint(user, sale, exp)
 }
 
-// signer signs and checks tickets with one key, reusing its HMAC states:
-// a buy on a sale with tickets checks one, and a fresh HMAC costs more
-// than the check itself.
-type signer struct{ pool sync.Pool }
-
-// macState is one HMAC with a buffer for its message, which would escape
-// to the heap on every call if it lived on the stack.
-type macState struct {
-	h   hash.Hash
-	buf [128]byte
-}
-
-func newSigner(key []byte) *signer {
-	sg := &signer{}
-	sg.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
-	return sg
-}
-
-func (sg *signer) mint(user string, sale int64, exp time.Time) string {
-	e := strconv.FormatInt(exp.Unix(), 10)
-	return e + "." + base64.RawURLEncoding.EncodeToString(sg.mac(nil, user, sale, e))
-}
-
-// mac appends the HMAC of "sale|user|exp" to dst; user ids hold no '|'.
-func (sg *signer) mac(dst []byte, user string, sale int64, exp string) []byte {
-	m := sg.pool.Get().(*macState)
-	b := strconv.AppendInt(m.buf[:0], sale, 10)
-	b = append(b, '|')
-	b = append(b, user...)
-	b = append(b, '|')
-	b = append(b, exp...)
-	m.h.Reset()
-	m.h.Write(b)
-	dst = m.h.Sum(dst)
-	sg.pool.Put(m)
-	return dst
-}
-
-// check says whether t is a ticket of user for sale that still serves at
-// now (else seckill.ErrTicketInvalid).
-func (sg *signer) check(t, user string, sale int64, now time.Time) error {
-	e, mac, ok := strings.Cut(t, ".")
-	if !ok || base64.RawURLEncoding.DecodedLen(len(mac)) != sha256.Size {
-		return seckill.ErrTicketInvalid
-	}
-	exp, err := strconv.ParseInt(e, 10, 64)
-	if err != nil || now.Unix() >= exp {
-		return seckill.ErrTicketInvalid
-	}
-	var got, want [sha256.Size]byte
-	if _, err := base64.RawURLEncoding.AppendDecode(got[:0], []byte(mac)); err != nil ||
-		!hmac.Equal(got[:], sg.mac(want[:0], user, sale, e)) {
-		return seckill.ErrTicketInvalid
-	}
-	return nil
-}
-
-// MaxLen bounds the ticket field of a buy body (a ticket is about 55
-// characters).
-const MaxLen = 128
+// MaxLen bounds the ticket and pass fields of a buy body.
+const MaxLen = signed.MaxLen
 
 // Solves says whether SHA-256(challenge + ":" + nonce) starts with at
 // least difficulty zero bits.
@@ -130,26 +63,34 @@ type Challenges interface {
 	TakeChallenge(ctx context.Context, sale int64, user string) (ch string, difficulty int, ok bool, err error)
 }
 
-// Service hands out challenges and tickets, and checks the tickets of buys.
+// Service hands out challenges and tickets, and checks the tickets and
+// admission passes of buys.
 type Service struct {
 	sales      Sales
 	challenges Challenges
-	signer     *signer
-	ttl        time.Duration
-	now        func() time.Time
+	signer     *signed.Signer
+	// passes checks the admission passes of sales with a waiting room
+	// (package room signs them).
+	passes *signed.Signer
+	ttl    time.Duration
+	now    func() time.Time
 }
 
-// New returns a service signing with key (see Key); tickets and challenges
-// last ttl.
-func New(sales Sales, challenges Challenges, key []byte, ttl time.Duration, now func() time.Time) *Service {
-	return &Service{sales: sales, challenges: challenges, signer: newSigner(key), ttl: ttl, now: now}
+// New returns a service signing tickets with key (see Key) and checking
+// admission passes with passKey (room.Key); tickets and challenges last
+// ttl.
+func New(sales Sales, challenges Challenges, key, passKey []byte, ttl time.Duration, now func() time.Time) *Service {
+	return &Service{sales: sales, challenges: challenges, signer: signed.NewSigner(key), passes: signed.NewSigner(passKey),
+		ttl: ttl, now: now}
 }
 
 // CheckBuy lets a buy through when its sale's rules allow it: a verified
 // buyer on a verified_only sale (seckill.ErrNotEligible otherwise), a good
-// ticket on a sale that requires one (seckill.ErrTicketRequired or
-// ErrTicketInvalid otherwise). A sale unknown to Redis is left to the buy
-// itself, which answers sale_not_found.
+// admission pass on a sale with a waiting room (seckill.ErrPassRequired or
+// ErrPassInvalid), a good ticket on a sale that requires one
+// (seckill.ErrTicketRequired or ErrTicketInvalid). None needs a round
+// trip: the rules are a second old at most. A sale unknown to Redis is
+// left to the buy itself, which answers sale_not_found.
 func (s *Service) CheckBuy(ctx context.Context, sale int64, b seckill.Buy) error {
 	st, err := s.sales.Rules(ctx, sale)
 	switch {
@@ -159,12 +100,25 @@ func (s *Service) CheckBuy(ctx context.Context, sale int64, b seckill.Buy) error
 		return unavailable(err)
 	case st.VerifiedOnly && !b.Verified:
 		return seckill.ErrNotEligible
+	}
+	now := s.now()
+	if st.WaitingRoom {
+		switch {
+		case b.Pass == "":
+			return seckill.ErrPassRequired
+		case !s.passes.Valid(b.Pass, b.UserID, sale, now):
+			return seckill.ErrPassInvalid
+		}
+	}
+	switch {
 	case !st.RequireTicket:
 		return nil
 	case b.Ticket == "":
 		return seckill.ErrTicketRequired
+	case !s.signer.Valid(b.Ticket, b.UserID, sale, now):
+		return seckill.ErrTicketInvalid
 	}
-	return s.signer.check(b.Ticket, b.UserID, sale, s.now())
+	return nil
 }
 
 // open reads a sale's stock and refuses it unless the sale is open now
@@ -242,7 +196,7 @@ func (s *Service) Ticket(ctx context.Context, sale int64, user string, solution 
 		t.Solved = true
 	}
 	exp := s.now().Add(s.ttl)
-	t.Ticket, t.ExpiresAt = s.signer.mint(user, sale, exp), exp.Truncate(time.Second)
+	t.Ticket, t.ExpiresAt = s.signer.Mint(user, sale, exp), exp.Truncate(time.Second)
 	return t, nil
 }
 
