@@ -300,13 +300,13 @@ func (hb *hub) run(ctx context.Context) {
 	defer tick.Stop()
 	var sent stockMessage
 	var queued queueMessage
-	var queueRead time.Time
+	// The room is read every queueEvery polls: at most ten times a second.
+	queueEvery := max(1, int((queueGap+hb.hubs.s.cfg.WSPoll-1)/hb.hubs.s.cfg.WSPoll))
 	failing := false // log a Redis outage once, not ten times a second
-	for {
+	for n := 0; ; n++ {
 		msg, room, err := hb.read(ctx)
 		var qm queueMessage
-		if err == nil && room && time.Since(queueRead) >= queueGap {
-			queueRead = time.Now()
+		if err == nil && room && n%queueEvery == 0 {
 			qm, err = hb.readQueue(ctx, msg.Status)
 		}
 		switch {

@@ -44,10 +44,10 @@ func next(t *testing.T, c *websocket.Conn, what string, ok func(stockFrame) bool
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		var f stockFrame
-		if err := json.Unmarshal(data, &f); err != nil || f.Type != "stock" {
+		if err := json.Unmarshal(data, &f); err != nil || f.Type != "stock" && f.Type != "queue" {
 			t.Fatalf("bad frame %s: %v", data, err)
 		}
-		if ok(f) {
+		if f.Type == "stock" && ok(f) {
 			return f
 		}
 	}

@@ -308,6 +308,11 @@ type SaleSpec struct {
 	RequireTicket            bool
 	PowDifficulty            int
 	VerifiedOnly             bool
+	// A waiting room: its queue opens at QueueOpens (zero: 15 min before
+	// the start) and admits AdmitPerSecond (zero: 100).
+	WaitingRoom    bool
+	QueueOpens     time.Time
+	AdmitPerSecond int64
 }
 
 // MustSale creates a sale through srv, as the admin API does.
@@ -331,6 +336,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 		PerUserLimit: spec.Limit, StartsAt: spec.Start.UTC().Truncate(time.Millisecond),
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
 		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty, VerifiedOnly: spec.VerifiedOnly,
+		WaitingRoom: spec.WaitingRoom, QueueOpensAt: spec.QueueOpens.UTC().Truncate(time.Millisecond), AdmitPerSecond: spec.AdmitPerSecond,
 	})
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)

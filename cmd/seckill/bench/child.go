@@ -84,6 +84,9 @@ func Start(ctx context.Context, binary string, cfg configs.Config, env []string,
 
 // Stop ends the process (SIGTERM, then SIGKILL after 10s).
 func (c *Child) Stop() {
+	if c.cmd.ProcessState != nil {
+		return // it has ended already
+	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = c.cmd.Wait(); close(done) }()
@@ -93,6 +96,13 @@ func (c *Child) Stop() {
 		_ = c.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// Kill ends the process at once (SIGKILL), as a crash would; Stop after
+// it returns at once.
+func (c *Child) Kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
 }
 
 // CPU is the user+system CPU time the process has used so far.
