@@ -44,6 +44,8 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 			t.Errorf("codes.js: Code.%s is %q, which the server's table lacks", m[1], m[2])
 		case group == "Phase" && !slices.Contains(phases, seckill.Phase(m[2])):
 			t.Errorf("codes.js: Phase.%s is %q, not a phase of a sale", m[1], m[2])
+		case group == "QueueStatus" && !slices.Contains(queueStatuses, seckill.QueueStatus(m[2])):
+			t.Errorf("codes.js: QueueStatus.%s is %q, not a status of a waiting room", m[1], m[2])
 		}
 	}
 	for _, c := range seckill.Codes() {
@@ -78,4 +80,6 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 }
 
 // phases are the states of a sale as shoppers see them.
+var queueStatuses = []seckill.QueueStatus{seckill.QueueWaiting, seckill.QueueAdmitted, seckill.QueueSoldOut, seckill.QueueNotInQueue}
+
 var phases = []seckill.Phase{seckill.PhaseScheduled, seckill.PhaseActive, seckill.PhasePaused, seckill.PhaseSoldOut, seckill.PhaseEnded}

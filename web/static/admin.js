@@ -166,6 +166,7 @@ async function formView(id) {
     if (!sale) return;
   }
   const start = new Date(serverNow() + 60_000);
+  const started = !!sale && serverNow() >= Date.parse(sale.starts_at);
   const fields = {
     name: ["Sale name", { value: sale ? sale.name : "", maxlength: "200" }],
     item: ["Item", { value: sale ? sale.item : "", maxlength: "200" }],
@@ -181,6 +182,13 @@ async function formView(id) {
       { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0" }],
     verified_only: ["Verified shoppers only (a verified account or the shop's provider vouching for the email)",
       { type: "checkbox", checked: !!(sale && sale.verified_only) }],
+    // The room is set up before the start; its rate may change any time.
+    waiting_room: ["Waiting room: shoppers queue; those who come before the start get random places",
+      { type: "checkbox", checked: !!(sale && sale.waiting_room), disabled: started }],
+    queue_opens_at: ["Queue opens (empty: 15 min before the start)",
+      { type: "datetime-local", step: "1", value: sale ? toLocalInput(sale.queue_opens_at) : "", disabled: started, "data-optional": "1" }],
+    admit_per_second: ["Shoppers let in a second (1–100000)",
+      { type: "number", min: "1", max: "100000", step: "1", value: sale ? sale.admit_per_second : "100" }],
   };
   const inputs = {}, errs = {};
   const labels = Object.entries(fields).map(([k, [label, attrs]]) => {
@@ -228,6 +236,7 @@ async function formView(id) {
         }
         body[k] = Number(v);
       } else if (input.type === "datetime-local") {
+        if (!v && input.dataset.optional) continue;
         const d = new Date(v);
         if (!v || Number.isNaN(d.getTime())) {
           errs[k].textContent = "pick a date and time";
@@ -336,6 +345,11 @@ async function dashboardView(id) {
   // Shown only while the dead-letter queue holds messages.
   const dead = el("p", { class: "result warn", id: "dead-letters", hidden: true });
   const capped = el("div", { id: "first-capped" });
+  // The waiting room's figures, for a sale with one.
+  const roomBox = el("div", { id: "room-stats", hidden: true }, el("h2", {}, "Waiting room"),
+    el("div", { class: "stats" }, stat("queue_size", "In the queue"), stat("queue_admitted", "Let in"),
+      stat("queue_early", "Joined before the start"), stat("queue_passes", "Passes used to buy"),
+      stat("queue_rate", "Let in a second / setting")));
   const timeline = el("div", { id: "timeline" }, el("span", { class: "muted" }, "Loading…"));
   // The chart starts at the sale's opening: the ledger's history, then
   // the live figures.
@@ -346,6 +360,8 @@ async function dashboardView(id) {
   } catch (e) { /* the live figures alone */ }
   let prev = null;
   let stats = null;
+  // Places admitted a second, as measured between two polls.
+  let admitRate = 0;
   // Answers may arrive after the merchant has left this view: drop them.
   let live = true;
 
@@ -356,7 +372,11 @@ async function dashboardView(id) {
     const d = stats.defence || {};
     const shown = { ...stats, ticket_refusals: (d.ticket_required || 0) + (d.ticket_invalid || 0),
       challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, bad_proofs: d.pow_invalid || 0 };
-    for (const [k, cell] of Object.entries(cells)) cell.textContent = shown[k];
+    const q = stats.queue;
+    if (q) Object.assign(shown, { queue_size: q.size, queue_admitted: q.admitted, queue_early: q.joined_before_start,
+      queue_passes: q.passes_used, queue_rate: `${admitRate} / ${q.admit_per_second}` });
+    roomBox.hidden = !q;
+    for (const [k, cell] of Object.entries(cells)) if (k in shown) cell.textContent = shown[k];
     const first = d.first_capped || [];
     capped.replaceChildren(first.length ? el("ol", { class: "capped" }, first.map((c) =>
       el("li", {}, el("span", { class: "mono" }, c.user_id), " ", el("span", { class: "muted" }, localTime(c.at)))))
@@ -384,7 +404,10 @@ async function dashboardView(id) {
         rates[k].textContent = Math.max(0, Math.round(d));
       }
     }
-    prev = { t, outcomes: s.outcomes };
+    if (prev && s.queue && prev.admitted !== undefined) {
+      admitRate = Math.max(0, Math.round((s.queue.admitted - prev.admitted) / Math.max(0.001, (t - prev.t) / 1000)));
+    }
+    prev = { t, outcomes: s.outcomes, admitted: s.queue ? s.queue.admitted : undefined };
     const statusChanged = !stats || stats.status !== s.status;
     stats = s;
     sale.total = s.total;
@@ -404,7 +427,8 @@ async function dashboardView(id) {
         el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item),
           ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "") +
           (sale.require_ticket ? ` · tickets${sale.pow_difficulty ? `, proof of work ${sale.pow_difficulty} bits` : ""}` : "") +
-          (sale.verified_only ? " · verified shoppers only" : "")))),
+          (sale.verified_only ? " · verified shoppers only" : "") +
+          (sale.waiting_room ? ` · waiting room, ${sale.admit_per_second}/s` : "")))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
         el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
     dead,
@@ -414,6 +438,7 @@ async function dashboardView(id) {
     el("h2", {}, "Buy outcomes"),
     el("div", { class: "stats" }, rate(Code.OK, "OK"), rate(Code.SoldOut, "Sold out"), rate(Code.LimitExceeded, "Limit"),
       rate(Code.RateLimited, "Rate limited")),
+    roomBox,
     el("h2", {}, "Bot defence"),
     el("div", { class: "stats" }, stat("ticket_refusals", "Buys without a good ticket"), stat("challenges", "Challenges solved / issued"),
       stat("tickets_issued", "Tickets issued"), stat("bad_proofs", "Bad proofs of work")),

@@ -17,6 +17,8 @@ export const Code = Object.freeze({
   TicketInvalid: "ticket_invalid",
   PowInvalid: "pow_invalid",
   NotEligible: "not_eligible",
+  PassRequired: "pass_required",
+  PassInvalid: "pass_invalid",
   Internal: "internal",
 });
 
@@ -36,4 +38,12 @@ export const Phase = Object.freeze({
   Paused: "paused",
   SoldOut: "sold_out",
   Ended: "ended",
+});
+
+// QueueStatus is where a shopper stands in a sale's waiting room.
+export const QueueStatus = Object.freeze({
+  Waiting: "waiting",
+  Admitted: "admitted",
+  SoldOut: "sold_out",
+  NotInQueue: "not_in_queue",
 });

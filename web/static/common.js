@@ -152,8 +152,9 @@ export function liveStatus(sale) {
 
 // watchStock follows a sale's stock: a WebSocket that reconnects with
 // backoff, and polling of the sale while the socket is down. onStock gets
-// {remaining, status, total?, sold?}. Returns a function that stops it.
-export function watchStock(saleId, onStock, onMode = () => {}) {
+// {remaining, status, total?, sold?}; onQueue the waiting room's frames
+// (admitted_through, queue_size, status). Returns a function that stops it.
+export function watchStock(saleId, onStock, onMode = () => {}, onQueue = () => {}) {
   let ws = null, stopped = false, failures = 0, pollTimer = null, retryTimer = null;
   const poll = async () => {
     try {
@@ -183,9 +184,9 @@ export function watchStock(saleId, onStock, onMode = () => {}) {
       stopPolling();
       onMode("live");
       const m = JSON.parse(ev.data);
-      if (m.type !== "stock") return;
+      if (m.type !== "stock" && m.type !== "queue") return;
       noteServerTime(m.at);
-      onStock(m);
+      (m.type === "stock" ? onStock : onQueue)(m);
     };
     ws.onclose = () => { ws = null; retry(); };
   };

@@ -4,7 +4,7 @@ import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow,
 } from "./common.js";
-import { Code, Local, Phase } from "./codes.js";
+import { Code, Local, Phase, QueueStatus } from "./codes.js";
 import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
 
 const pg = page($("#app"));
@@ -215,6 +215,8 @@ const outcomes = new Map([
   [Code.PowInvalid, ["warn", "Check failed"]],
   [Local.Pow, ["bad", "Check failed"]],
   [Code.NotEligible, ["bad", "Verified shoppers only"]],
+  [Code.PassRequired, ["warn", "Wait for your turn"]],
+  [Code.PassInvalid, ["warn", "Your pass expired"]],
 ]);
 
 function outcome(e, sale) {
@@ -295,6 +297,7 @@ async function saleView(id) {
   let retryAt = 0;
   // What the button says while a ticket is being earned.
   let verifying = "";
+  const room = sale.waiting_room ? waitingRoom(sale, () => paint()) : null;
 
   const paint = () => {
     const st = liveStatus(sale);
@@ -316,6 +319,8 @@ async function saleView(id) {
     when.textContent = `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`;
     minus.disabled = qty <= 1;
     plus.disabled = qty >= sale.per_user_limit;
+    if (room) room.paint(now);
+    buy.hidden = room ? !room.admitted() : false;
     buy.disabled = inFlight || st !== Phase.Active || now < retryAt || qty > sale.remaining;
     buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
   };
@@ -366,6 +371,7 @@ async function saleView(id) {
     // is replaced once.
     for (let attempt = 0, renewed = false; attempt < 3; attempt++) {
       try {
+        if (room) body.pass = await room.pass();
         if (sale.require_ticket) {
           body.ticket = await buyTicket(sale, (done) => {
             verifying = `Verifying… ${Math.min(99, Math.round(100 * done))}%`;
@@ -383,6 +389,11 @@ async function saleView(id) {
           renewed = true;
           sale.require_ticket = true;
           tickets.delete(sale.id);
+          continue;
+        }
+        if (e.code === Code.PassInvalid && room && !renewed) {
+          renewed = true;
+          room.forgetPass();
           continue;
         }
         if (e.code !== Local.Network && e.code !== Code.Unavailable) break;
@@ -420,6 +431,7 @@ async function saleView(id) {
         el("span", { class: "muted" }, `max ${sale.per_user_limit} per customer`)),
       sale.verified_only ? el("p", { class: "muted", id: "verified-only" },
         me && me.verified ? "For verified shoppers only: you are one." : "For verified shoppers only: sign in with a verified account to buy.") : null,
+      room ? room.box : null,
       buy,
       result,
       when)));
@@ -430,9 +442,122 @@ async function saleView(id) {
     if (m.starts_at) sale.starts_at = m.starts_at;
     if (m.ends_at) sale.ends_at = m.ends_at;
     paint();
-  }, (m) => { mode.textContent = m === "live" ? "live" : "updating every 2 s"; mode.className = `mode ${m}`; }));
+  }, (m) => {
+    mode.textContent = m === "live" ? "live" : "updating every 2 s";
+    mode.className = `mode ${m}`;
+    if (room) room.live = m === "live";
+  }, (m) => { if (room) room.frame(m); }));
   v.keep(ticker(paint, 100));
 }
+
+// waitingRoom follows the shopper's place in a sale's waiting room: it
+// joins once the queue is open (a place before the start is a random draw,
+// so there is nothing to gain by hurrying), follows the room's queue
+// frames to work out the people ahead and the wait, and fetches the
+// admission pass when the shopper's turn comes. repaint redraws the page.
+function waitingRoom(sale, repaint) {
+  const r = { place: 0, through: 0, size: 0, status: QueueStatus.NotInQueue, soldOut: false, live: false,
+    token: "", passExpires: 0, asking: false, lastAsked: 0, failed: "" };
+  const title = el("div", { class: "room-title", id: "room-title" });
+  const place = el("div", { class: "room-place", id: "room-place" });
+  const ahead = el("div", { id: "room-ahead" });
+  const wait = el("div", { class: "countdown", id: "room-eta" });
+  const note = el("div", { class: "muted", id: "room-note" });
+  const join = el("button", { class: "primary", id: "join" }, "Join the queue");
+  const opens = Date.parse(sale.queue_opens_at), start = Date.parse(sale.starts_at);
+
+  const take = (q) => {
+    r.place = q.place;
+    r.through = Math.max(r.through, q.admitted_through);
+    r.size = q.queue_size;
+    r.status = q.status;
+    if (q.status === QueueStatus.SoldOut) r.soldOut = true;
+    if (q.pass) { r.token = q.pass; r.passExpires = Date.parse(q.pass_expires_at); }
+  };
+  const ask = async (method) => {
+    if (r.asking) return;
+    r.asking = true;
+    r.lastAsked = serverNow();
+    try {
+      take(await api(method, `/api/sales/${sale.id}/queue`));
+      r.failed = "";
+    } catch (e) {
+      if (e.code === Code.SoldOut) r.soldOut = true;
+      else r.failed = e.message;
+    }
+    r.asking = false;
+    repaint();
+  };
+  join.onclick = () => (me ? ask("POST") : signInView(() => route()));
+
+  r.admitted = () => !r.soldOut && r.place > 0 && r.place <= r.through && r.token !== "";
+  r.forgetPass = () => { r.token = ""; };
+  // pass is a pass good for a while yet, fetched anew when it is not.
+  r.pass = async () => {
+    if (!r.token || r.passExpires - serverNow() < 5000) {
+      r.token = "";
+      await ask("GET");
+    }
+    return r.token;
+  };
+  r.frame = (m) => {
+    r.through = Math.max(r.through, m.admitted_through);
+    r.size = m.queue_size;
+    if (m.status === Phase.SoldOut) r.soldOut = true;
+    repaint();
+  };
+  r.paint = (now) => {
+    // Join once the queue is open; fetch the pass once the turn came (or
+    // it is about to expire); without the socket, ask every 2 s.
+    const calm = !r.failed || now - r.lastAsked > 2000; // after a refusal, ask again in 2 s
+    if (me && !r.soldOut && !r.asking && calm) {
+      if (r.place === 0 && now >= opens && (r.lastAsked === 0 || r.failed)) ask("POST");
+      else if (r.place > 0 && r.place <= r.through && (!r.token || r.passExpires - now < 30000)) ask("GET");
+      else if (r.place > 0 && !r.live && now - r.lastAsked > 2000) ask("GET");
+    }
+    join.hidden = !!me && (r.place > 0 || now >= opens);
+    join.disabled = now < opens || r.asking;
+    const left = Math.max(0, r.place - r.through);
+    if (r.soldOut) {
+      title.textContent = "Sold out";
+      place.textContent = "";
+      ahead.textContent = "Every unit is taken: the waiting room lets nobody more in.";
+      wait.textContent = "";
+      note.textContent = "";
+    } else if (!me) {
+      title.textContent = "Waiting room";
+      place.textContent = "";
+      ahead.textContent = "Sign in to take your place in the queue.";
+      wait.textContent = "";
+      note.textContent = fairness;
+    } else if (r.place === 0) {
+      title.textContent = "Waiting room";
+      place.textContent = "";
+      ahead.textContent = now < opens ? `The queue opens in ${duration(opens - now)}.` : r.failed || "Taking your place…";
+      wait.textContent = "";
+      note.textContent = fairness;
+    } else if (r.place <= r.through) {
+      title.textContent = "It's your turn!";
+      place.textContent = `Place ${r.place}`;
+      ahead.textContent = r.token ? "You may buy now." : "Fetching your pass…";
+      wait.textContent = "";
+      note.textContent = "";
+    } else {
+      const secs = left / sale.admit_per_second + (now < start ? (start - now) / 1000 : 0);
+      title.textContent = "You're in the queue";
+      place.textContent = `Place ${r.place} of ${r.size}`;
+      ahead.textContent = `${left - 1} ${left - 1 === 1 ? "person" : "people"} ahead of you`;
+      wait.textContent = `about ${duration(secs * 1000)}`;
+      note.textContent = now < start
+        ? "Everyone who joins before the start gets a random place at the start: no need to hurry or refresh."
+        : `${sale.admit_per_second} shoppers are let in each second. Keep this page open.`;
+    }
+  };
+  r.box = el("div", { class: "room", id: "room" }, title, place, ahead, wait, note, join);
+  return r;
+}
+
+const fairness = "Everyone who arrives before the start gets a random place: arriving early buys nothing.";
 
 async function ordersView() {
   const v = pg.begin();
