@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/system/servertest"
 	"github.com/seckill/seckill/tickets"
 )
@@ -18,22 +19,28 @@ import (
 // decode, the batched idempotency lookup in Redis and the pre-encoded
 // refusal, called straight into the handler by 64 goroutines, so neither
 // the network nor a load generator adds noise; "ticket" is a sale that
-// requires buy tickets, every buy carrying a valid one. `seckill bench
-// --case outside` measures the whole request from outside.
+// requires buy tickets, every buy carrying a valid one, "pass" one with a
+// waiting room, every buy carrying an admission pass. `seckill bench
+// --case outside` and `--case room` measure the whole request from
+// outside.
 func BenchmarkSoldOutBuy(b *testing.B) {
 	env := servertest.New(b)
 	srv := env.Server(b, nil)
 	h := srv.Handler()
-	key := tickets.Key(servertest.JWTSecret)
-	for _, ticketed := range []bool{false, true} {
-		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: ticketed})
+	key, passKey := tickets.Key(servertest.JWTSecret), room.Key(servertest.JWTSecret)
+	for _, kind := range []string{"plain", "ticket", "pass"} {
+		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: kind == "ticket",
+			WaitingRoom: kind == "pass", AdmitPerSecond: 100_000})
 		tokens := make([]string, 1000)
-		extra := make([]string, len(tokens)) // the body's ticket member
+		extra := make([]string, len(tokens)) // the body's ticket or pass member
 		for i := range tokens {
 			user := fmt.Sprint("bench-", i)
 			tokens[i] = "Bearer " + servertest.Token(b, user)
-			if ticketed {
+			switch kind {
+			case "ticket":
 				extra[i] = fmt.Sprintf(`,"ticket":%q`, tickets.Mint(key, user, sale.ID, time.Now().Add(time.Hour)))
+			case "pass":
+				extra[i] = fmt.Sprintf(`,"pass":%q`, room.Mint(passKey, user, sale.ID, time.Now().Add(time.Hour)))
 			}
 		}
 		path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)
@@ -51,7 +58,7 @@ func BenchmarkSoldOutBuy(b *testing.B) {
 		if code := buy(); code != 200 {
 			b.Fatalf("first buy: %d", code)
 		}
-		b.Run(map[bool]string{false: "plain", true: "ticket"}[ticketed], func(b *testing.B) {
+		b.Run(kind, func(b *testing.B) {
 			b.SetParallelism(32) // 64 callers on two cores, as the outside case's 64 connections
 			b.ReportAllocs()
 			cpu0 := processCPU(b)

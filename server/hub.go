@@ -54,16 +54,19 @@ type stockMessage struct {
 // for every watcher, each page working out its own position from its
 // place.
 type queueMessage struct {
-	Type            string        `json:"type"`
-	SaleID          int64         `json:"sale_id"`
-	AdmittedThrough int64         `json:"admitted_through"`
-	QueueSize       int64         `json:"queue_size"`
-	Status          seckill.Phase `json:"status"`
-	At              time.Time     `json:"at"`
+	Type            string `json:"type"`
+	SaleID          int64  `json:"sale_id"`
+	AdmittedThrough int64  `json:"admitted_through"`
+	QueueSize       int64  `json:"queue_size"`
+	// JoinedBeforeStart is how many drew their places before the start.
+	JoinedBeforeStart int64         `json:"joined_before_start"`
+	Status            seckill.Phase `json:"status"`
+	At                time.Time     `json:"at"`
 }
 
 func (m queueMessage) differs(sent queueMessage) bool {
-	return sent.Type == "" || m.AdmittedThrough != sent.AdmittedThrough || m.QueueSize != sent.QueueSize || m.Status != sent.Status
+	return sent.Type == "" || m.AdmittedThrough != sent.AdmittedThrough || m.QueueSize != sent.QueueSize ||
+		m.JoinedBeforeStart != sent.JoinedBeforeStart || m.Status != sent.Status
 }
 
 // queueGap is the least time between two queue frames of a sale (API.md:
@@ -369,7 +372,7 @@ func (hb *hub) readQueue(ctx context.Context, phase seckill.Phase) (queueMessage
 		phase = seckill.PhaseSoldOut
 	}
 	return queueMessage{Type: "queue", SaleID: hb.sale, AdmittedThrough: q.AdmittedThrough, QueueSize: q.Size,
-		Status: phase, At: hb.hubs.s.Now().UTC()}, nil
+		JoinedBeforeStart: q.JoinedBeforeStart, Status: phase, At: hb.hubs.s.Now().UTC()}, nil
 }
 
 // broadcast encodes msg once and queues it for every client as the latest

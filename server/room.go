@@ -14,19 +14,22 @@ import (
 // queueJSON is a shopper's standing in a sale's waiting room (API.md,
 // Waiting room).
 type queueJSON struct {
-	SaleID          int64               `json:"sale_id"`
-	Place           int64               `json:"place"`
-	AdmittedThrough int64               `json:"admitted_through"`
-	QueueSize       int64               `json:"queue_size"`
-	ETASeconds      int64               `json:"eta_seconds"`
-	Status          seckill.QueueStatus `json:"status"`
-	Pass            string              `json:"pass,omitempty"`
-	PassExpiresAt   *time.Time          `json:"pass_expires_at,omitempty"`
+	SaleID          int64 `json:"sale_id"`
+	Place           int64 `json:"place"`
+	AdmittedThrough int64 `json:"admitted_through"`
+	QueueSize       int64 `json:"queue_size"`
+	// JoinedBeforeStart lets a page that joined early estimate its final
+	// place from the frames' (place × final / now) until it reads it.
+	JoinedBeforeStart int64               `json:"joined_before_start"`
+	ETASeconds        int64               `json:"eta_seconds"`
+	Status            seckill.QueueStatus `json:"status"`
+	Pass              string              `json:"pass,omitempty"`
+	PassExpiresAt     *time.Time          `json:"pass_expires_at,omitempty"`
 }
 
 func queueView(st room.Standing) queueJSON {
 	j := queueJSON{SaleID: st.SaleID, Place: st.Place, AdmittedThrough: st.AdmittedThrough, QueueSize: st.Size,
-		ETASeconds: room.Seconds(st.ETA), Status: st.Status, Pass: st.Pass}
+		JoinedBeforeStart: st.JoinedBeforeStart, ETASeconds: room.Seconds(st.ETA), Status: st.Status, Pass: st.Pass}
 	if st.Pass != "" {
 		at := st.PassExpiresAt.UTC()
 		j.PassExpiresAt = &at

@@ -101,10 +101,9 @@ func TestWaitingRoom(t *testing.T) {
 	call(t, st.h, "POST", queuePath(other.ID), nil, bearer(alice))
 	otherPass := admitted(t, st, other.ID, alice)
 	key := room.Key(servertest.JWTSecret)
-	mint := func(k []byte, user string, sale int64, exp time.Time) string { return tickets.Mint(k, user, sale, exp) }
-	expired := mint(key, aliceID, sale.ID, time.Now().Add(-time.Second))
-	forged := mint([]byte("another key"), aliceID, sale.ID, time.Now().Add(time.Minute))
-	ticketAsPass := mint(tickets.Key(servertest.JWTSecret), aliceID, sale.ID, time.Now().Add(time.Minute))
+	expired := room.Mint(key, aliceID, sale.ID, time.Now().Add(-time.Second))
+	forged := room.Mint([]byte("another key"), aliceID, sale.ID, time.Now().Add(time.Minute))
+	ticketAsPass := tickets.Mint(tickets.Key(servertest.JWTSecret), aliceID, sale.ID, time.Now().Add(time.Minute))
 
 	// Warm the rules' cache, then count what 300 pass-less buys send.
 	call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "warm-up-01"), bearer(alice))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,12 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	tickets := fs.Bool("tickets", true, "on a sale with require_ticket, get each user a ticket (solving its proof of work) like a client; false sends buys without, to measure the refusals")
 	tokensOut := fs.String("tokens-out", "", "write one token per user to this file and exit (for wrk: scripts/wrk/buy.lua)")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file (- for stdout)")
+	var crowd loadtest.CrowdOptions
+	fs.IntVar(&crowd.Shoppers, "crowd", 0, "drive a sale with a waiting room like a crowd of this many shoppers, joining at random moments before the start (--sale: one whose queue is open; else one is created that starts in --lead); they follow the room, buy one unit when let in, and the fairness is audited")
+	fs.IntVar(&crowd.Late, "late", 0, "crowd: shoppers joining one after the other after the start")
+	fs.DurationVar(&crowd.Lead, "lead", 10*time.Second, "crowd: a created sale starts this long after its queue opens (now)")
+	fs.Int64Var(&crowd.AdmitPerSecond, "admit-per-second", 500, "crowd: a created sale's admission rate")
+	fs.IntVar(&crowd.Watchers, "watchers", 20, "crowd: WebSocket connections following the room")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -54,22 +61,27 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	if *tokensOut != "" {
 		return loadtest.WriteTokens(ctx, o, *tokensOut)
 	}
+	if crowd.Shoppers > 0 {
+		crowd.URL, crowd.SaleID, crowd.AdminToken, crowd.JWTSecret, crowd.Progress = o.URL, o.SaleID, o.AdminToken, o.JWTSecret, os.Stderr
+		rep, err := loadtest.Crowd(ctx, crowd)
+		if rep.Joined == 0 && err != nil {
+			return err
+		}
+		fmt.Fprint(os.Stderr, rep.String())
+		if *jsonOut != "" {
+			if jerr := writeJSON(*jsonOut, rep); jerr != nil {
+				return jerr
+			}
+		}
+		return err
+	}
 	rep, err := loadtest.Run(ctx, o)
 	if rep.Requests == 0 && err != nil {
 		return err
 	}
 	rep.Print(os.Stderr)
 	if *jsonOut != "" {
-		w := os.Stdout
-		if *jsonOut != "-" {
-			f, ferr := os.Create(*jsonOut)
-			if ferr != nil {
-				return ferr
-			}
-			defer f.Close()
-			w = f
-		}
-		if jerr := rep.JSON(w); jerr != nil {
+		if jerr := writeJSON(*jsonOut, rep); jerr != nil {
 			return jerr
 		}
 	}
@@ -77,4 +89,20 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 		return fmt.Errorf("loadtest: %w", err)
 	}
 	return err
+}
+
+// writeJSON writes v as indented JSON to path ("-": stdout).
+func writeJSON(path string, v any) error {
+	w := os.Stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

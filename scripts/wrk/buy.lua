@@ -5,9 +5,10 @@
 --   seckill loadtest --users 10000 --tokens-out tokens.txt   # mint tokens
 --   wrk -t2 -c64 -d30s -s scripts/wrk/buy.lua http://127.0.0.1:8080 -- tokens.txt 1
 --
--- Arguments after "--": the tokens file (one token per line, or a token
--- and a buy ticket separated by a space, as `seckill loadtest --tokens-out`
--- writes them for a sale with require_ticket), the sale
+-- Arguments after "--": the tokens file (one token per line, followed by a
+-- buy ticket and/or "pass:" and an admission pass, separated by spaces, as
+-- `seckill loadtest --tokens-out` writes them for a sale with
+-- require_ticket or waiting_room), the sale
 -- id, and optionally the route: buy (the default), or healthz, which sends
 -- the same headers as a GET /healthz (the baseline of `seckill bench
 -- --case outside`). At the end it prints the answers by HTTP status (200
@@ -19,6 +20,7 @@ local threads = {}
 local counter = 0
 local tokens = {}
 local tickets = {}
+local passes = {}
 local sale = "1"
 local route = "buy"
 statuses = {} -- global: done() reads it from each thread
@@ -33,10 +35,13 @@ function init(args)
   sale = args[2] or "1"
   route = args[3] or "buy"
   for line in io.lines(path) do
-    local token, ticket = line:match("^(%S+)%s*(%S*)$")
+    local token, a, b = line:match("^(%S+)%s*(%S*)%s*(%S*)$")
     if token then
       tokens[#tokens + 1] = token
-      tickets[#tokens] = ticket
+      tickets[#tokens], passes[#tokens] = "", ""
+      for _, f in ipairs({a, b}) do
+        if f:sub(1, 5) == "pass:" then passes[#tokens] = f:sub(6) elseif f ~= "" then tickets[#tokens] = f end
+      end
     end
   end
   if #tokens == 0 then error("no tokens in " .. path) end
@@ -53,9 +58,10 @@ function request()
   if route == "healthz" then
     return wrk.format("GET", "/healthz", headers)
   end
-  local ticket = ""
-  if tickets[i] ~= "" then ticket = string.format(',"ticket":"%s"', tickets[i]) end
-  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"%s}', tid, os.time(), counter, ticket)
+  local extra = ""
+  if tickets[i] ~= "" then extra = string.format(',"ticket":"%s"', tickets[i]) end
+  if passes[i] ~= "" then extra = extra .. string.format(',"pass":"%s"', passes[i]) end
+  local body = string.format('{"qty":1,"request_id":"wrk-%d-%d-%d"%s}', tid, os.time(), counter, extra)
   return wrk.format("POST", "/api/sales/" .. sale .. "/buy", headers, body)
 end
 

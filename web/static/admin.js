@@ -186,7 +186,8 @@ async function formView(id) {
     waiting_room: ["Waiting room: shoppers queue; those who come before the start get random places",
       { type: "checkbox", checked: !!(sale && sale.waiting_room), disabled: started }],
     queue_opens_at: ["Queue opens (empty: 15 min before the start)",
-      { type: "datetime-local", step: "1", value: sale ? toLocalInput(sale.queue_opens_at) : "", disabled: started, "data-optional": "1" }],
+      { type: "datetime-local", step: "1", value: sale ? toLocalInput(sale.queue_opens_at) : "", disabled: started, "data-optional": "1",
+        "data-initial": sale ? toLocalInput(sale.queue_opens_at) : "" }],
     admit_per_second: ["Shoppers let in a second (1–100000)",
       { type: "number", min: "1", max: "100000", step: "1", value: sale ? sale.admit_per_second : "100" }],
   };
@@ -236,7 +237,8 @@ async function formView(id) {
         }
         body[k] = Number(v);
       } else if (input.type === "datetime-local") {
-        if (!v && input.dataset.optional) continue;
+        // Left as it was, the room's opening moves with the start.
+        if (input.dataset.optional && v === input.dataset.initial) continue;
         const d = new Date(v);
         if (!v || Number.isNaN(d.getTime())) {
           errs[k].textContent = "pick a date and time";

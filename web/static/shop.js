@@ -457,7 +457,10 @@ async function saleView(id) {
 // admission pass when the shopper's turn comes. repaint redraws the page.
 function waitingRoom(sale, repaint) {
   const r = { place: 0, through: 0, size: 0, status: QueueStatus.NotInQueue, soldOut: false, live: false,
-    token: "", passExpires: 0, asking: false, lastAsked: 0, failed: "" };
+    token: "", passExpires: 0, asking: false, lastAsked: 0, failed: "",
+    // A place drawn before the start moves while others draw theirs: it is
+    // provisional until read after the start, and estimated until then.
+    provisional: false, joinPlace: 0, joinEarly: 0, early: 0 };
   const title = el("div", { class: "room-title", id: "room-title" });
   const place = el("div", { class: "room-place", id: "room-place" });
   const ahead = el("div", { id: "room-ahead" });
@@ -467,6 +470,11 @@ function waitingRoom(sale, repaint) {
   const opens = Date.parse(sale.queue_opens_at), start = Date.parse(sale.starts_at);
 
   const take = (q) => {
+    if (q.place > 0) {
+      r.provisional = serverNow() < start;
+      if (r.provisional) { r.joinPlace = q.place; r.joinEarly = q.joined_before_start; }
+    }
+    r.early = Math.max(r.early, q.joined_before_start || 0);
     r.place = q.place;
     r.through = Math.max(r.through, q.admitted_through);
     r.size = q.queue_size;
@@ -490,7 +498,7 @@ function waitingRoom(sale, repaint) {
   };
   join.onclick = () => (me ? ask("POST") : signInView(() => route()));
 
-  r.admitted = () => !r.soldOut && r.place > 0 && r.place <= r.through && r.token !== "";
+  r.admitted = () => !r.soldOut && !r.provisional && r.place > 0 && r.place <= r.through && r.token !== "";
   r.forgetPass = () => { r.token = ""; };
   // pass is a pass good for a while yet, fetched anew when it is not.
   r.pass = async () => {
@@ -502,6 +510,7 @@ function waitingRoom(sale, repaint) {
   };
   r.frame = (m) => {
     r.through = Math.max(r.through, m.admitted_through);
+    r.early = Math.max(r.early, m.joined_before_start || 0);
     r.size = m.queue_size;
     if (m.status === Phase.SoldOut) r.soldOut = true;
     repaint();
@@ -510,14 +519,19 @@ function waitingRoom(sale, repaint) {
     // Join once the queue is open; fetch the pass once the turn came (or
     // it is about to expire); without the socket, ask every 2 s.
     const calm = !r.failed || now - r.lastAsked > 2000; // after a refusal, ask again in 2 s
+    // Until its place is read after the start, a page works with an
+    // estimate and reads it as its turn nears: the crowd's reads spread
+    // over the admission instead of all coming at the start.
+    const est = r.provisional ? estimatePlace(r.joinPlace, r.joinEarly, r.early, sale.admit_per_second) : { place: r.place, margin: 0 };
     if (me && !r.soldOut && !r.asking && calm) {
       if (r.place === 0 && now >= opens && (r.lastAsked === 0 || r.failed)) ask("POST");
-      else if (r.place > 0 && r.place <= r.through && (!r.token || r.passExpires - now < 30000)) ask("GET");
+      else if (r.provisional && now >= start && r.through >= est.place - est.margin) ask("GET");
+      else if (!r.provisional && r.place > 0 && r.place <= r.through && (!r.token || r.passExpires - now < 30000)) ask("GET");
       else if (r.place > 0 && !r.live && now - r.lastAsked > 2000) ask("GET");
     }
     join.hidden = !!me && (r.place > 0 || now >= opens);
     join.disabled = now < opens || r.asking;
-    const left = Math.max(0, r.place - r.through);
+    const left = Math.max(0, est.place - r.through);
     if (r.soldOut) {
       title.textContent = "Sold out";
       place.textContent = "";
@@ -536,7 +550,7 @@ function waitingRoom(sale, repaint) {
       ahead.textContent = now < opens ? `The queue opens in ${duration(opens - now)}.` : r.failed || "Taking your place…";
       wait.textContent = "";
       note.textContent = fairness;
-    } else if (r.place <= r.through) {
+    } else if (!r.provisional && r.place <= r.through) {
       title.textContent = "It's your turn!";
       place.textContent = `Place ${r.place}`;
       ahead.textContent = r.token ? "You may buy now." : "Fetching your pass…";
@@ -544,9 +558,10 @@ function waitingRoom(sale, repaint) {
       note.textContent = "";
     } else {
       const secs = left / sale.admit_per_second + (now < start ? (start - now) / 1000 : 0);
+      const about = r.provisional && now >= start ? "about " : "";
       title.textContent = "You're in the queue";
-      place.textContent = `Place ${r.place} of ${r.size}`;
-      ahead.textContent = `${left - 1} ${left - 1 === 1 ? "person" : "people"} ahead of you`;
+      place.textContent = `Place ${about}${est.place} of ${r.size}`;
+      ahead.textContent = `${about}${Math.max(0, left - 1)} ${left - 1 === 1 ? "person" : "people"} ahead of you`;
       wait.textContent = `about ${duration(secs * 1000)}`;
       note.textContent = now < start
         ? "Everyone who joins before the start gets a random place at the start: no need to hurry or refresh."
@@ -558,6 +573,17 @@ function waitingRoom(sale, repaint) {
 }
 
 const fairness = "Everyone who arrives before the start gets a random place: arriving early buys nothing.";
+
+// estimatePlace is where a place drawn before the start (place among
+// earlyAtJoin then) is expected to be once earlyNow have drawn: each
+// later draw lands ahead of it with the chance place / earlyAtJoin. The
+// margin (three standard deviations and 2 s of admission) is how early to
+// read the true place.
+function estimatePlace(place, earlyAtJoin, earlyNow, rate) {
+  if (!earlyAtJoin) return { place, margin: 0 };
+  const later = Math.max(0, earlyNow - earlyAtJoin), f = Math.min(1, place / earlyAtJoin);
+  return { place: Math.round(place + later * f), margin: 3 * Math.sqrt(later * f * (1 - f)) + 2 * rate };
+}
 
 async function ordersView() {
   const v = pg.begin();

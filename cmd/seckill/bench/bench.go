@@ -43,6 +43,8 @@ type Options struct {
 	Clients int
 	// WSClients is the number of WebSocket clients of the fan-out case.
 	WSClients int
+	// Crowd is the number of shoppers in the waiting room case's pre-queue.
+	Crowd int
 	// Binary is the seckill binary that cases start as a child process;
 	// empty means this executable.
 	Binary string
@@ -83,6 +85,7 @@ var Cases = []Case{
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
 	{"identity", "what identities cost: buys with the provider's bearer tokens vs session tokens (server CPU per request), password sign-ins (CPU each, unknown email vs wrong password)", identityCase},
+	{"room", "the waiting room: server CPU per buy with an admission pass vs without a room, and a crowd in the pre-queue let in at 500/s (rate, queue frames' gap, fairness)", roomCase},
 	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 

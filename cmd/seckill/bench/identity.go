@@ -58,11 +58,11 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer child.Stop()
 	base := "http://" + child.Addr
-	open, err := createSale(ctx, base, cfg.AdminToken, 100_000_000, false)
+	open, err := createSale(ctx, base, cfg.AdminToken, 100_000_000, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, false)
+	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, nil)
 	if err != nil {
 		return Table{}, err
 	}

@@ -44,15 +44,15 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer child.Stop()
 	base := "http://" + child.Addr
-	open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, false)
+	open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, false)
+	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	ticketed, err := createSale(ctx, base, cfg.AdminToken, 1, true)
+	ticketed, err := createSale(ctx, base, cfg.AdminToken, 1, map[string]any{"require_ticket": true})
 	if err != nil {
 		return Table{}, err
 	}
@@ -184,10 +184,14 @@ func ledgerLag(ctx context.Context, base, adminToken string, sale, want int64) (
 
 // createSale creates a sale of total units (limit: all of them), needing
 // buy tickets or not, through the admin API and returns its id.
-func createSale(ctx context.Context, base, adminToken string, total int64, tickets bool) (int64, error) {
+func createSale(ctx context.Context, base, adminToken string, total int64, extra map[string]any) (int64, error) {
 	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{"name": "Bench", "item": "Thing", "price_cents": 100, "total": total,
-		"per_user_limit": total, "starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour), "require_ticket": tickets})
+	fields := map[string]any{"name": "Bench", "item": "Thing", "price_cents": 100, "total": total,
+		"per_user_limit": total, "starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	body, _ := json.Marshal(fields)
 	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/admin/api/sales", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+adminToken)

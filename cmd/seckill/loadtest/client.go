@@ -33,6 +33,7 @@ type saleView struct {
 	// The sale's bot defence (API.md, buy tickets).
 	RequireTicket bool `json:"require_ticket"`
 	PowDifficulty int  `json:"pow_difficulty"`
+	WaitingRoom   bool `json:"waiting_room"`
 }
 
 type statsView struct {
@@ -95,6 +96,15 @@ func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d %s: %s", e.statu
 // comes back as status and code. err is a transport failure (or an answer
 // that is not the API's).
 func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, rid, ticket string) (status int, code, order string, err error) {
+	var extra map[string]any
+	if ticket != "" {
+		extra = map[string]any{"ticket": ticket}
+	}
+	return c.buyWith(ctx, sale, token, qty, rid, extra)
+}
+
+// buyWith sends one buy with extra fields in its body (a ticket, a pass).
+func (c *client) buyWith(ctx context.Context, sale int64, token string, qty int64, rid string, extra map[string]any) (status int, code, order string, err error) {
 	var ok struct {
 		OrderID string `json:"order_id"`
 	}
@@ -103,8 +113,8 @@ func (c *client) buy(ctx context.Context, sale int64, token string, qty int64, r
 		path = "/api/sales/%d/buy"
 	}
 	body := map[string]any{"qty": qty, "request_id": rid}
-	if ticket != "" {
-		body["ticket"] = ticket
+	for k, v := range extra {
+		body[k] = v
 	}
 	status, err = c.do(ctx, "POST", fmt.Sprintf(path, sale), token, body, &ok)
 	var ae *apiError

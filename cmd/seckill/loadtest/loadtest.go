@@ -29,6 +29,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/identity/mailbox"
+	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/tickets"
 )
 
@@ -303,14 +304,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 // WriteTokens makes o.Users users (as a run would) and writes their tokens
 // to path, one per line, for other load tools. With the signing secret and
 // a sale (o.SaleID) that requires tickets, each line also holds a buy
-// ticket for it, after a space, minted offline with the same secret.
+// ticket for it, after a space, and for a sale with a waiting room an
+// admission pass after "pass:", minted offline with the same secret (as
+// if each user had been let in).
 func WriteTokens(ctx context.Context, o Options, path string) error {
 	r := newRun(o)
 	users, err := r.makeUsers(ctx)
 	if err != nil {
 		return err
 	}
-	var key []byte
+	var key, passKey []byte
 	if o.SaleID > 0 && o.JWTSecret != "" {
 		sale, err := r.c.sale(ctx, o.SaleID)
 		if err != nil {
@@ -319,12 +322,19 @@ func WriteTokens(ctx context.Context, o Options, path string) error {
 		if sale.RequireTicket {
 			key = tickets.Key(o.JWTSecret)
 		}
+		if sale.WaitingRoom {
+			passKey = room.Key(o.JWTSecret)
+		}
 	}
 	var b strings.Builder
+	exp := time.Now().Add(2 * time.Hour)
 	for _, u := range users {
 		b.WriteString(u.token)
 		if key != nil {
-			b.WriteString(" " + tickets.Mint(key, u.id, o.SaleID, time.Now().Add(2*time.Hour)))
+			b.WriteString(" " + tickets.Mint(key, u.id, o.SaleID, exp))
+		}
+		if passKey != nil {
+			b.WriteString(" pass:" + room.Mint(passKey, u.id, o.SaleID, exp))
 		}
 		b.WriteString("\n")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -204,5 +205,38 @@ func TestMerge(t *testing.T) {
 	}
 	if loadtest.Merge([]loadtest.Report{run(1, 1, true), run(1, 1, false)}).Audit.Passed {
 		t.Error("a failed audit passed once merged")
+	}
+}
+
+// TestCrowd: a crowd of 400 joins a waiting room before its start and 50
+// after it; every one is let in at the rate, buys with its pass, and the
+// fairness audit passes.
+func TestCrowd(t *testing.T) {
+	url := stack(t)
+	rep, err := loadtest.Crowd(context.Background(), loadtest.CrowdOptions{
+		URL: url, AdminToken: servertest.AdminToken, JWTSecret: servertest.JWTSecret,
+		Shoppers: 400, Late: 50, Lead: 3 * time.Second, AdmitPerSecond: 300, Watchers: 4,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rep)
+	}
+	if rep.Joined != 450 || rep.Admitted != 450 || rep.Bought != 450 || len(rep.Audit.Checks) < 6 || rep.Frames < 5 {
+		t.Errorf("crowd:\n%s", rep)
+	}
+	t.Logf("\n%s", rep)
+}
+
+// TestSpearman: the rank correlation of places in order is 1, reversed
+// -1, and two swaps of neighbours 0.8 (1 - 6·4/(5·24)).
+func TestSpearman(t *testing.T) {
+	up, down := []int64{1, 2, 3, 4, 5}, []int64{50, 40, 30, 20, 10}
+	if r := loadtest.Spearman(up); r != 1 {
+		t.Errorf("rising: %v", r)
+	}
+	if r := loadtest.Spearman(down); r != -1 {
+		t.Errorf("falling: %v", r)
+	}
+	if r := loadtest.Spearman([]int64{2, 1, 4, 3, 5}); math.Abs(r-0.8) > 1e-9 {
+		t.Errorf("2 1 4 3 5: %v, want 0.8", r)
 	}
 }
