@@ -15,10 +15,12 @@ import (
 
 // TestWaitingRoomInBrowser: the merchant sets up a sale with a waiting
 // room in the admin panel (one unit, two shoppers let in a second); a
-// crowd of ten joins before the start; a shopper who comes after it waits
-// in the room, watches the people ahead of her count down, is let in and
-// buys; a second shopper waiting behind her sees "Sold out" the moment
-// the unit is gone; the dashboard shows the room's figures.
+// crowd of ten joins before the start, and bob, whose page draws him a
+// place among them; alice comes after the start, waits in the room,
+// watches the people ahead of her count down, is let in and buys. Bob's
+// page, ahead of her, reads his drawn place as his turn nears and lets
+// him in; he sees "Sold out" the moment her buy took the unit. The
+// dashboard shows the room's figures.
 func TestWaitingRoomInBrowser(t *testing.T) {
 	env := servertest.New(t)
 	env.StartPipeline(t)
@@ -34,7 +36,7 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#f-waiting_room")),
 		chromedp.SetValue(chromedp.CSS("#f-admit_per_second"), "2"),
 	)
-	admin.setWindow(4 * time.Second)
+	admin.setWindow(8 * time.Second)
 	admin.screenshot(dir, "admin-form-waiting-room.png")
 	admin.do("create", chromedp.Click(chromedp.CSS("#save")))
 	saleID := admin.dashboardSale()
@@ -47,19 +49,24 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	servertest.WaitFor(t, 10*time.Second, "the start", func() (bool, string) {
-		return time.Now().After(sale.StartsAt), "not yet"
-	})
-
 	salePage := fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)
 	alice, bob := newTab(t, b, "room-alice", site.URL), newTab(t, b, "room-bob", site.URL)
-	for _, s := range []*tab{alice, bob} {
+	open := func(s *tab) {
 		s.signIn(s.name, fmt.Sprintf(`[data-sale="%d"]`, saleID))
 		s.do("open sale", chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#room")))
-		s.waitJS("a place", `/^Place \d+ of \d+$/.test(document.querySelector("#room-place").textContent)`, 10*time.Second)
+		s.waitJS("a place", `/^Place (about )?\d+ of \d+$/.test(document.querySelector("#room-place").textContent)`, 10*time.Second)
 	}
-	if p := alice.text("#room-place"); !strings.HasPrefix(p, "Place 11 of") {
-		t.Fatalf("alice, after a crowd of ten: %q", p)
+	open(bob)
+	early := time.Now().Before(sale.StartsAt)
+	if early {
+		bob.screenshot(dir, "room-pre-queue.png")
+	}
+	servertest.WaitFor(t, 15*time.Second, "the start", func() (bool, string) {
+		return time.Now().After(sale.StartsAt), "not yet"
+	})
+	open(alice)
+	if p := alice.text("#room-place"); !strings.HasPrefix(p, "Place 12 of") {
+		t.Fatalf("alice, after a crowd of ten and bob: %q", p)
 	}
 	hidden, err := chromedp.Run(alice.ctx, chromedp.Evaluate[bool](`document.querySelector("#buy").hidden`))
 	if err != nil || !hidden {
@@ -84,6 +91,10 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 		t.Errorf("the place did not count down: %v", seen)
 	}
 
+	// Bob is ahead of her: his page reads his drawn place in time.
+	bob.waitJS("his turn", `document.querySelector("#room-title").textContent === "It's your turn!" &&
+		!document.querySelector("#buy").hidden`, 20*time.Second)
+	t.Logf("bob joined %s the start and was let in at %s", map[bool]string{true: "before", false: "after"}[early], bob.text("#room-place"))
 	alice.waitJS("her turn", `document.querySelector("#room-title").textContent === "It's your turn!" &&
 		!document.querySelector("#buy").hidden && !document.querySelector("#buy").disabled`, 20*time.Second)
 	alice.screenshot(dir, "room-your-turn.png")
