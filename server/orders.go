@@ -160,7 +160,6 @@ func (s *Server) saleStats(c *gin.Context) {
 			PassesUsed: q.PassesUsed, AdmitPerSecond: q.AdmitPerSecond}
 	}
 	c.JSON(http.StatusOK, statsJSON{
-		Queue: queue,
 		SaleID: id, Total: v.Total, Sold: v.Sold, Remaining: v.Remaining, Status: v.Status,
 		OrdersPersisted: st.Totals.Persisted(),
 		OrdersPending:   st.Totals.Orders[seckill.OrderPending],
@@ -168,6 +167,7 @@ func (s *Server) saleStats(c *gin.Context) {
 		OrdersCancelled: st.Totals.Orders[seckill.OrderCancelled],
 		Outcomes:        st.Outcomes,
 		Defence:         defenceView(st.Defence),
+		Queue:           queue,
 		DeadLetters:     dead,
 		At:              now.UTC(),
 	})

@@ -47,7 +47,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	}
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
-		Room: room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
+		Room:     room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
 		Identity: id, Merchants: merchants.New(s.Ledger, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}

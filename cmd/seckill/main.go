@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/configs"
 )
 

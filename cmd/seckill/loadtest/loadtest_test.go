@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/identity/mailbox"
 	"github.com/seckill/seckill/system/servertest"
