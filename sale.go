@@ -171,13 +171,18 @@ func (s Sale) WithDefaults() Sale {
 }
 
 // RoomChange names the field of p that would change the waiting room's
-// setup (whether there is one, or when it opens), which a started sale
-// keeps; "" when p changes neither.
+// setup (whether there is one, when it opens, and, for a sale with one,
+// when it starts: its admission counts from then), which a started sale
+// keeps; "" when p changes none.
 func (s Sale) RoomChange(p SalePatch) string {
+	after := s.Apply(p)
 	switch {
-	case p.WaitingRoom != nil && *p.WaitingRoom != s.WaitingRoom:
+	case after.WaitingRoom != s.WaitingRoom:
 		return "waiting_room"
-	case p.QueueOpensAt != nil && !p.QueueOpensAt.Equal(s.QueueOpensAt):
+	case !s.WaitingRoom: // no room to keep
+	case !after.StartsAt.Equal(s.StartsAt):
+		return "starts_at"
+	case !after.QueueOpensAt.Equal(s.QueueOpensAt):
 		return "queue_opens_at"
 	}
 	return ""

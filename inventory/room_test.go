@@ -175,19 +175,24 @@ func TestWaitingRoomAdmitsAtTheRate(t *testing.T) {
 			t.Fatalf("at %v: %d admitted, want %d to %d", at, q.AdmittedThrough, want, int64(rate*at.Seconds()))
 		}
 	}
+	// A process whose clock runs behind joins someone after the start: he
+	// lines up at the end, not at a drawn place among those let in.
+	if q := e.join(t, sale, "behind", start.Add(-500*time.Millisecond)); q.Place != 10_001 {
+		t.Errorf("a join after the start from a clock behind it: place %d, want 10001 (the end)", q.Place)
+	}
 	q := e.read(t, sale, "", start.Add(30*time.Second))
 	t.Logf("after 30 s at %d a second: %d admitted (%.2f%% of the rate)", rate, q.AdmittedThrough, 100*float64(q.AdmittedThrough)/(30*rate))
 
-	// The rest is admitted at 40 s; the next minute with nobody waiting
+	// The rest is admitted at 41 s; the next minute with nobody waiting
 	// banks nothing: a newcomer waits her turn at the rate.
-	if q := e.read(t, sale, "", start.Add(40*time.Second)); q.AdmittedThrough != 10_000 {
+	if q := e.read(t, sale, "", start.Add(41*time.Second)); q.AdmittedThrough != 10_001 {
 		t.Fatalf("at 40 s: %+v", q)
 	}
 	e.read(t, sale, "", start.Add(100*time.Second))
 	for i := range 100 {
 		e.join(t, sale, fmt.Sprintf("n%03d", i), start.Add(100*time.Second))
 	}
-	if q := e.read(t, sale, "n099", start.Add(100*time.Second+200*time.Millisecond)); q.AdmittedThrough != 10_050 || q.Place != 10_100 {
+	if q := e.read(t, sale, "n099", start.Add(100*time.Second+200*time.Millisecond)); q.AdmittedThrough != 10_051 || q.Place != 10_101 {
 		t.Errorf("200 ms after 100 newcomers: %+v, want 50 of them admitted", q)
 	}
 
@@ -196,18 +201,18 @@ func TestWaitingRoomAdmitsAtTheRate(t *testing.T) {
 	if _, err := e.inv.SetStatus(ctx, sale, seckill.ActionPause); err != nil {
 		t.Fatal(err)
 	}
-	if q := e.read(t, sale, "", start.Add(101*time.Second)); q.AdmittedThrough != 10_050 {
-		t.Errorf("paused: %d admitted, want 10050", q.AdmittedThrough)
+	if q := e.read(t, sale, "", start.Add(101*time.Second)); q.AdmittedThrough != 10_051 {
+		t.Errorf("paused: %d admitted, want 10051", q.AdmittedThrough)
 	}
 	if _, err := e.inv.SetStatus(ctx, sale, seckill.ActionResume); err != nil {
 		t.Fatal(err)
 	}
-	if q := e.read(t, sale, "", start.Add(101*time.Second+100*time.Millisecond)); q.AdmittedThrough != 10_075 {
-		t.Errorf("resumed: %d admitted, want 10075", q.AdmittedThrough)
+	if q := e.read(t, sale, "", start.Add(101*time.Second+100*time.Millisecond)); q.AdmittedThrough != 10_076 {
+		t.Errorf("resumed: %d admitted, want 10076", q.AdmittedThrough)
 	}
 	// Sold out: nobody more is admitted, nobody more joins.
 	q, err := e.inv.ReadQueue(ctx, sale, "", start.Add(102*time.Second), true)
-	if err != nil || !q.SoldOut || q.AdmittedThrough != 10_075 {
+	if err != nil || !q.SoldOut || q.AdmittedThrough != 10_076 {
 		t.Errorf("sold out: %+v, %v", q, err)
 	}
 	if _, err := e.inv.JoinQueue(ctx, sale, "latecomer", start.Add(102*time.Second), true); !errors.Is(err, seckill.ErrSoldOut) {

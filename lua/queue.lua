@@ -6,7 +6,11 @@
 -- last call (the fraction carried over), never past the end of the queue
 -- (time with nobody waiting banks nothing), and none while the sale is
 -- paused, over or sold out. Any number of server processes may call it;
--- none of them has to.
+-- none of them has to. The clock is the caller's: once any call has
+-- stepped past the start, a join counts as after it whatever its caller's
+-- clock says, so a process running behind cannot hand out a drawn place
+-- among those already let in; one running ahead lets in its lead's worth
+-- early, once.
 --
 -- KEYS[1] the sale's first stock hash: room, qopen, start, end, status,
 --         rate, available, buckets, expire_at (warm.lua)
@@ -43,23 +47,30 @@ local over = st[5] == 'ended' or now >= stop
 local held = over or gone or st[5] ~= 'active'
 
 local r = redis.call('HMGET', KEYS[3], 'through', 'last', 'rem', 'seq', 'early')
-local through, last, rem = tonumber(r[1]) or 0, tonumber(r[2]) or start, tonumber(r[3]) or 0
+local started = r[2] ~= false -- a call has stepped past the start
+local through, last, rem = tonumber(r[1]) or 0, math.max(tonumber(r[2]) or start, start), tonumber(r[3]) or 0
 local seq, early = tonumber(r[4]) or 0, tonumber(r[5]) or 0
 local size = redis.call('ZCARD', KEYS[2])
 local dirty = false
 
-if now > start and now > last then
+if now > last then
   -- ms x places/s, bounded so that it stays an exact integer.
   local units = math.min(now - last, 1e9) * rate + rem
   local n = math.floor(units / 1000)
-  rem = units - n * 1000
+  local carry = units - n * 1000
   if held then
-    n, rem = 0, 0
+    n, carry = 0, 0
   end
-  if through + n >= size then
-    n, rem = size - through, 0
+  local clipped = through + n >= size
+  if clipped then
+    n, carry = size - through, 0
   end
-  through, last, dirty = through + n, now, true
+  -- While only the carry grows there is nothing to write: the next call
+  -- counts from the same last. Letting in, a hold and the queue's end
+  -- (time with nobody waiting banks nothing) move last on.
+  if n > 0 or held or clipped or not started then
+    through, last, rem, dirty, started = through + n, now, carry, true, true
+  end
 end
 
 local code = 'ok'
@@ -72,7 +83,7 @@ if ARGV[1] == 'join' then
     code = 'sold_out'
   elseif not redis.call('ZSCORE', KEYS[2], ARGV[3]) then
     local score
-    if now < start then
+    if now < start and not started then
       score, early = ARGV[4], early + 1
     else
       seq = seq + 1
@@ -84,8 +95,11 @@ if ARGV[1] == 'join' then
 end
 
 if dirty then
-  redis.call('HSET', KEYS[3], 'through', string.format('%d', through), 'last', string.format('%d', last),
-    'rem', string.format('%d', rem), 'seq', string.format('%d', seq), 'early', string.format('%d', early))
+  redis.call('HSET', KEYS[3], 'through', string.format('%d', through), 'rem', string.format('%d', rem),
+    'seq', string.format('%d', seq), 'early', string.format('%d', early))
+  if started then -- 'last' is written only once a call stepped past the start
+    redis.call('HSET', KEYS[3], 'last', string.format('%d', last))
+  end
   local exp = tonumber(st[9])
   if exp and exp > 0 then
     redis.call('PEXPIREAT', KEYS[2], exp)

@@ -321,7 +321,7 @@ func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (Vi
 	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
 		if f := sl.RoomChange(p); f != "" && !s.now().Before(sl.StartsAt) {
 			return sl, seckill.Invalid(seckill.FieldError{Field: f,
-				Message: "is set before the sale starts (the admission rate may still change)"})
+				Message: "is fixed once a sale with a waiting room has started (the admission rate may still change)"})
 		}
 		if p.MerchantID != nil && *p.MerchantID != sl.MerchantID {
 			if seckill.ActorOf(ctx).Role == seckill.RoleMerchant {
@@ -348,6 +348,9 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 		if err := seckill.ValidRestock(sl.Total, qty); err != nil {
 			return sl, err
 		}
+		if err := s.stepRoom(ctx, sl); err != nil { // a sold-out spell lets in nobody
+			return sl, err
+		}
 		sl.Total += qty
 		return sl, nil
 	}, func(before, _ seckill.Sale) error {
@@ -358,13 +361,37 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 
 // Act pauses, resumes or ends a sale (an ended sale stays ended:
 // seckill.ErrEnded). Redis decides the new status (status.lua, on every
-// part) with the ledger's row locked, and the ledger records it.
+// part) with the ledger's row locked, and the ledger records it. A waiting
+// room is stepped to now first, so that a pause nobody watched lets in
+// nobody when it ends.
 func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
 	return s.change(ctx, id, seckill.AuditSaleAction(a), func(sl seckill.Sale) (seckill.Sale, error) {
+		if err := s.stepRoom(ctx, sl); err != nil {
+			return sl, err
+		}
 		var err error
 		sl.Status, err = s.stock.SetStatus(ctx, sl.ID, a)
 		return sl, err
 	}, func(_, _ seckill.Sale) error { return nil })
+}
+
+// stepRoom brings a sale's waiting room up to now, as its stock is before
+// a change to it: the time until then counted as it was (let in while
+// open, not while paused or sold out).
+func (s *Service) stepRoom(ctx context.Context, sl seckill.Sale) error {
+	if !sl.WaitingRoom {
+		return nil
+	}
+	st, err := s.stock.Stock(ctx, sl.ID)
+	if errors.Is(err, seckill.ErrSaleNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	_, err = s.stock.ReadQueue(ctx, sl.ID, "", now, st.PhaseAt(now) == seckill.PhaseSoldOut)
+	return err
 }
 
 // change runs one change of a sale in the ledger's transaction, apply

@@ -259,13 +259,22 @@ func TestWaitingRoomSettings(t *testing.T) {
 
 	started := servertest.MustSale(t, st.srv, servertest.SaleSpec{WaitingRoom: true})
 	spath := fmt.Sprintf("/admin/api/sales/%d", started.ID)
-	for name, patch := range map[string]map[string]any{
-		"turning the room off": {"waiting_room": false},
-		"moving its opening":   {"queue_opens_at": now.Add(-time.Hour)},
+	for name, c := range map[string]struct {
+		patch map[string]any
+		field string
+	}{
+		"turning the room off": {map[string]any{"waiting_room": false}, "waiting_room"},
+		"moving its opening":   {map[string]any{"queue_opens_at": now.Add(-time.Hour)}, "queue_opens_at"},
+		"moving its start":     {map[string]any{"starts_at": now.Add(time.Hour)}, "starts_at"},
 	} {
-		if r := call(t, st.h, "PATCH", spath, patch, admin()); r.Status != 400 {
+		if r := call(t, st.h, "PATCH", spath, c.patch, admin()); r.Status != 400 || !strings.Contains(r.Raw, `"field":"`+c.field+`"`) {
 			t.Errorf("%s after the start: %v", name, r)
 		}
+	}
+	// A started sale without a room may still move its window.
+	plain := servertest.MustSale(t, st.srv, servertest.SaleSpec{})
+	if r := call(t, st.h, "PATCH", fmt.Sprintf("/admin/api/sales/%d", plain.ID), map[string]any{"starts_at": now.Add(-time.Hour)}, admin()); r.Status != 200 {
+		t.Errorf("moving the start of a started sale without a room: %v", r)
 	}
 	if r := call(t, st.h, "PATCH", spath, map[string]any{"admit_per_second": 500}, admin()); r.Status != 200 || num(r.Body, "admit_per_second") != 500 {
 		t.Errorf("changing the rate after the start: %v", r)
@@ -346,5 +355,41 @@ func TestQueueFrames(t *testing.T) {
 		if json.Unmarshal(data, &f) == nil && f.Type == "queue" && f.Status == "sold_out" {
 			break
 		}
+	}
+}
+
+// TestWaitingRoomPauseLetsInNobody: a pause that nobody watches (no page,
+// no socket reads the room while it lasts) lets nobody in when it ends:
+// the admin's pause and resume step the room first.
+func TestWaitingRoomPauseLetsInNobody(t *testing.T) {
+	st := newStack(t)
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{WaitingRoom: true, AdmitPerSecond: 100})
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := st.Inventory.JoinQueue(ctx, sale.ID, fmt.Sprintf("p-%04d", i), time.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	through := func() int64 {
+		q, err := st.Inventory.ReadQueue(ctx, sale.ID, "", time.Now(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.AdmittedThrough
+	}
+	path := fmt.Sprintf("/admin/api/sales/%d/", sale.ID)
+	if r := call(t, st.h, "POST", path+"pause", nil, admin()); r.Status != 200 {
+		t.Fatal(r)
+	}
+	before, paused := through(), time.Now()
+	servertest.WaitFor(t, 5*time.Second, "2 s of pause", func() (bool, string) { return time.Since(paused) > 2*time.Second, "" })
+	if r := call(t, st.h, "POST", path+"resume", nil, admin()); r.Status != 200 {
+		t.Fatal(r)
+	}
+	resumed := time.Now()
+	after := through()
+	// What 100 a second lets in from the resume to the read, and a little.
+	if limit := int64(100*time.Since(resumed).Seconds()) + 5; after-before > limit {
+		t.Errorf("a 2 s pause nobody watched let in %d when it ended (at most %d)", after-before, limit)
 	}
 }
