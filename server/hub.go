@@ -58,15 +58,17 @@ type queueMessage struct {
 	SaleID          int64  `json:"sale_id"`
 	AdmittedThrough int64  `json:"admitted_through"`
 	QueueSize       int64  `json:"queue_size"`
-	// JoinedBeforeStart is how many drew their places before the start.
+	// JoinedBeforeStart is how many drew their places before the start;
+	// AdmitPerSecond the rate set (a merchant may change it).
 	JoinedBeforeStart int64         `json:"joined_before_start"`
+	AdmitPerSecond    int64         `json:"admit_per_second"`
 	Status            seckill.Phase `json:"status"`
 	At                time.Time     `json:"at"`
 }
 
 func (m queueMessage) differs(sent queueMessage) bool {
 	return sent.Type == "" || m.AdmittedThrough != sent.AdmittedThrough || m.QueueSize != sent.QueueSize ||
-		m.JoinedBeforeStart != sent.JoinedBeforeStart || m.Status != sent.Status
+		m.JoinedBeforeStart != sent.JoinedBeforeStart || m.AdmitPerSecond != sent.AdmitPerSecond || m.Status != sent.Status
 }
 
 // queueGap is the least time between two queue frames of a sale (API.md:
@@ -307,10 +309,10 @@ func (hb *hub) run(ctx context.Context) {
 	queueEvery := max(1, int((queueGap+hb.hubs.s.cfg.WSPoll-1)/hb.hubs.s.cfg.WSPoll))
 	failing := false // log a Redis outage once, not ten times a second
 	for n := 0; ; n++ {
-		msg, room, err := hb.read(ctx)
+		msg, st, err := hb.read(ctx)
 		var qm queueMessage
-		if err == nil && room && n%queueEvery == 0 {
-			qm, err = hb.readQueue(ctx, msg.Status)
+		if err == nil && st.WaitingRoom && n%queueEvery == 0 {
+			qm, err = hb.readQueue(ctx, msg.Status, st.AdmitPerSecond)
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -339,32 +341,34 @@ func (hb *hub) run(ctx context.Context) {
 	}
 }
 
-// read reads the sale's stock as its frame, and whether the sale has a
-// waiting room.
-func (hb *hub) read(ctx context.Context) (stockMessage, bool, error) {
+// read reads the sale's stock, and it as its frame.
+func (hb *hub) read(ctx context.Context) (stockMessage, seckill.Stock, error) {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	st, err := hb.hubs.s.Sales.Stock(rctx, hb.sale)
 	if err != nil {
-		return stockMessage{}, false, err
+		return stockMessage{}, st, err
 	}
 	now := hb.hubs.s.Now()
 	return stockMessage{
 		Type: "stock", SaleID: hb.sale, Remaining: max(0, st.Available), Total: st.Total, Sold: st.Sold,
 		Status: st.PhaseAt(now), StartsAt: st.Start.UTC(), EndsAt: st.End.UTC(), At: now.UTC(),
-	}, st.WaitingRoom, nil
+	}, st, nil
 }
 
 // readQueue reads the sale's waiting room as its frame (which also
 // advances its admission); phase is the sale's, sold_out once the room
-// says so.
-func (hb *hub) readQueue(ctx context.Context, phase seckill.Phase) (queueMessage, error) {
+// says so; rate the one set.
+func (hb *hub) readQueue(ctx context.Context, phase seckill.Phase, rate int64) (queueMessage, error) {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	q, err := hb.hubs.s.Room.Watch(rctx, hb.sale)
 	switch {
-	case seckill.CodeOf(err) == seckill.CodeNotFound:
-		return queueMessage{}, nil // the room was just turned off
+	case seckill.CodeOf(err) == seckill.CodeNotFound: // the room was just turned off
+		hb.hubs.mu.Lock()
+		hb.last[queueFrame] = nil
+		hb.hubs.mu.Unlock()
+		return queueMessage{}, nil
 	case err != nil:
 		return queueMessage{}, err
 	}
@@ -372,7 +376,7 @@ func (hb *hub) readQueue(ctx context.Context, phase seckill.Phase) (queueMessage
 		phase = seckill.PhaseSoldOut
 	}
 	return queueMessage{Type: "queue", SaleID: hb.sale, AdmittedThrough: q.AdmittedThrough, QueueSize: q.Size,
-		JoinedBeforeStart: q.JoinedBeforeStart, Status: phase, At: hb.hubs.s.Now().UTC()}, nil
+		JoinedBeforeStart: q.JoinedBeforeStart, AdmitPerSecond: rate, Status: phase, At: hb.hubs.s.Now().UTC()}, nil
 }
 
 // broadcast encodes msg once and queues it for every client as the latest

@@ -73,7 +73,7 @@ func (h *countingHook) count(cmd redis.Cmder) {
 func TestWaitingRoom(t *testing.T) {
 	st := newStack(t)
 	now := time.Now()
-	start := now.Add(1500 * time.Millisecond)
+	start := now.Add(3 * time.Second)
 	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 100, Limit: 2, Start: start, WaitingRoom: true, AdmitPerSecond: 1000})
 	other := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 100, Limit: 2, WaitingRoom: true, AdmitPerSecond: 1000})
 	plain := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 100, Limit: 2})

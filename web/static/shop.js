@@ -391,7 +391,7 @@ async function saleView(id) {
           tickets.delete(sale.id);
           continue;
         }
-        if (e.code === Code.PassInvalid && room && !renewed) {
+        if ((e.code === Code.PassInvalid || e.code === Code.PassRequired) && room && !renewed) {
           renewed = true;
           room.forgetPass();
           continue;
@@ -457,7 +457,7 @@ async function saleView(id) {
 // admission pass when the shopper's turn comes. repaint redraws the page.
 function waitingRoom(sale, repaint) {
   const r = { place: 0, through: 0, size: 0, status: QueueStatus.NotInQueue, soldOut: false, live: false,
-    token: "", passExpires: 0, asking: false, lastAsked: 0, failed: "",
+    token: "", passExpires: 0, passLife: 0, asking: null, lastAsked: 0, failed: "", rate: sale.admit_per_second,
     // A place drawn before the start moves while others draw theirs: it is
     // provisional until read after the start, and estimated until then.
     provisional: false, joinPlace: 0, joinEarly: 0, early: 0 };
@@ -468,6 +468,9 @@ function waitingRoom(sale, repaint) {
   const note = el("div", { class: "muted", id: "room-note" });
   const join = el("button", { class: "primary", id: "join" }, "Join the queue");
   const opens = Date.parse(sale.queue_opens_at), start = Date.parse(sale.starts_at);
+  // Pages open before the queue opens join within a second of it, not
+  // all in the same tick.
+  const joinAt = serverNow() < opens ? opens + Math.random() * 1000 : 0;
 
   const take = (q) => {
     if (q.place > 0) {
@@ -480,21 +483,29 @@ function waitingRoom(sale, repaint) {
     r.size = q.queue_size;
     r.status = q.status;
     if (q.status === QueueStatus.SoldOut) r.soldOut = true;
-    if (q.pass) { r.token = q.pass; r.passExpires = Date.parse(q.pass_expires_at); }
-  };
-  const ask = async (method) => {
-    if (r.asking) return;
-    r.asking = true;
-    r.lastAsked = serverNow();
-    try {
-      take(await api(method, `/api/sales/${sale.id}/queue`));
-      r.failed = "";
-    } catch (e) {
-      if (e.code === Code.SoldOut) r.soldOut = true;
-      else r.failed = e.message;
+    if (q.pass) {
+      r.token = q.pass;
+      r.passExpires = Date.parse(q.pass_expires_at);
+      r.passLife = r.passExpires - serverNow();
     }
-    r.asking = false;
-    repaint();
+  };
+  // ask joins (POST) or reads (GET) the room; one request at a time, a
+  // caller during one waits for it.
+  const ask = (method) => {
+    if (r.asking) return r.asking;
+    r.lastAsked = serverNow();
+    r.asking = (async () => {
+      try {
+        take(await api(method, `/api/sales/${sale.id}/queue`));
+        r.failed = "";
+      } catch (e) {
+        if (e.code === Code.SoldOut) r.soldOut = true;
+        else r.failed = e.message;
+      }
+      r.asking = null;
+      repaint();
+    })();
+    return r.asking;
   };
   join.onclick = () => (me ? ask("POST") : signInView(() => route()));
 
@@ -502,17 +513,20 @@ function waitingRoom(sale, repaint) {
   r.forgetPass = () => { r.token = ""; };
   // pass is a pass good for a while yet, fetched anew when it is not.
   r.pass = async () => {
-    if (!r.token || r.passExpires - serverNow() < 5000) {
+    if (!r.token || r.passExpires - serverNow() < Math.min(5000, r.passLife / 4)) {
       r.token = "";
       await ask("GET");
     }
     return r.token;
   };
+  // The frames are the room as it is: sold out, or again not (stock a
+  // cancelled order returned), and the rate the merchant set.
   r.frame = (m) => {
     r.through = Math.max(r.through, m.admitted_through);
     r.early = Math.max(r.early, m.joined_before_start || 0);
     r.size = m.queue_size;
-    if (m.status === Phase.SoldOut) r.soldOut = true;
+    r.soldOut = m.status === Phase.SoldOut;
+    if (m.admit_per_second) r.rate = m.admit_per_second;
     repaint();
   };
   r.paint = (now) => {
@@ -522,15 +536,18 @@ function waitingRoom(sale, repaint) {
     // Until its place is read after the start, a page works with an
     // estimate and reads it as its turn nears: the crowd's reads spread
     // over the admission instead of all coming at the start.
-    const est = r.provisional ? estimatePlace(r.joinPlace, r.joinEarly, r.early, sale.admit_per_second) : { place: r.place, margin: 0 };
+    const est = r.provisional ? estimatePlace(r.joinPlace, r.joinEarly, r.early, r.rate) : { place: r.place, margin: 0 };
+    // A pass is renewed with a quarter of its life left (30 s at most).
+    const renew = Math.min(30000, r.passLife / 4);
     if (me && !r.soldOut && !r.asking && calm) {
-      if (r.place === 0 && now >= opens && (r.lastAsked === 0 || r.failed)) ask("POST");
+      // Join once the queue is open, and again if the room lost the place.
+      if (r.place === 0 && now >= opens && now >= joinAt && (r.lastAsked === 0 || now - r.lastAsked > 2000)) ask("POST");
       else if (r.provisional && now >= start && r.through >= est.place - est.margin) ask("GET");
-      else if (!r.provisional && r.place > 0 && r.place <= r.through && (!r.token || r.passExpires - now < 30000)) ask("GET");
+      else if (!r.provisional && r.place > 0 && r.place <= r.through && (!r.token || r.passExpires - now < renew)) ask("GET");
       else if (r.place > 0 && !r.live && now - r.lastAsked > 2000) ask("GET");
     }
     join.hidden = !!me && (r.place > 0 || now >= opens);
-    join.disabled = now < opens || r.asking;
+    join.disabled = now < opens || !!r.asking;
     const left = Math.max(0, est.place - r.through);
     if (r.soldOut) {
       title.textContent = "Sold out";
@@ -557,7 +574,7 @@ function waitingRoom(sale, repaint) {
       wait.textContent = "";
       note.textContent = "";
     } else {
-      const secs = left / sale.admit_per_second + (now < start ? (start - now) / 1000 : 0);
+      const secs = left / r.rate + (now < start ? (start - now) / 1000 : 0);
       const about = r.provisional && now >= start ? "about " : "";
       title.textContent = "You're in the queue";
       place.textContent = `Place ${about}${est.place} of ${r.size}`;
@@ -565,7 +582,7 @@ function waitingRoom(sale, repaint) {
       wait.textContent = `about ${duration(secs * 1000)}`;
       note.textContent = now < start
         ? "Everyone who joins before the start gets a random place at the start: no need to hurry or refresh."
-        : `${sale.admit_per_second} shoppers are let in each second. Keep this page open.`;
+        : `${r.rate} shoppers are let in each second. Keep this page open.`;
     }
   };
   r.box = el("div", { class: "room", id: "room" }, title, place, ahead, wait, note, join);
