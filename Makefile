@@ -40,6 +40,7 @@ services:
 ## the tests start on loopback ports of their own
 test: services
 	$(GO) vet $(PKGS)
+	cd configs/prometheus && promtool check rules alerts.yml && promtool test rules alerts_test.yml
 	$(GO) test -count=1 -timeout 8m $(PKGS)
 	SECKILL_TEST_REDIS=cluster $(GO) test -count=1 -timeout 5m ./inventory ./server
 

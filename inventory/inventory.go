@@ -40,6 +40,8 @@ type Config struct {
 	// answered, within WaitTimeout; 0: answer at once.
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// OnWaitTimeout, if set, is told of each WAIT that timed out.
+	OnWaitTimeout func()
 }
 
 // Store runs the stock scripts against Redis (one server, a Sentinel set
@@ -172,6 +174,9 @@ func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, 
 // replicated checks the answer of a WAIT for the replicas awaited.
 func (s *Store) replicated(wait *redis.Cmd) error {
 	if n, _ := wait.Int64(); n < int64(s.cfg.WaitReplicas) {
+		if s.cfg.OnWaitTimeout != nil {
+			s.cfg.OnWaitTimeout()
+		}
 		return fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, n, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
 	}
 	return nil

@@ -32,13 +32,16 @@ command -v mariadb-admin >/dev/null || need+=(mariadb-client)
 command -v rabbitmq-server >/dev/null || [[ -x /usr/sbin/rabbitmq-server ]] || need+=(rabbitmq-server)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 command -v wrk >/dev/null || need+=(wrk) # the benchmark suite's outside load generator
+command -v promtool >/dev/null || need+=(prometheus) # promtool tests the alert rules; the dashboard test runs a Prometheus
+command -v docker-compose >/dev/null || need+=(docker-compose) # only to check docker-compose.yml parses (no engine runs here)
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     cat >&2 <<MSG
 The test suite needs, on loopback at their default ports:
   Redis 7 (127.0.0.1:6379), RabbitMQ 3 (127.0.0.1:5672, guest/guest),
   MariaDB 10.11 or MySQL 8 (127.0.0.1:3306, root with an empty password),
-  Chromium for the browser tests, and wrk for make bench.
+  Chromium for the browser tests, wrk for make bench, Prometheus (promtool)
+  for the alert and dashboard tests, docker-compose to check the compose file.
 Missing here: ${need[*]}.
 On Debian/Ubuntu run this as root (it installs them):  sudo make test
 Elsewhere install them with your package manager, or run

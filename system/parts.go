@@ -147,7 +147,9 @@ func (s *System) Worker() *worker.Worker {
 // Reconciler builds the reconciler, which checks Redis against the ledger
 // and repairs it.
 func (s *System) Reconciler() *worker.Reconciler {
-	return worker.NewReconciler(s.Stock, s.Ledger, ReconcilerConfig(s.Config, s.Bus))
+	cfg := ReconcilerConfig(s.Config, s.Bus)
+	cfg.Metrics = s.Metrics
+	return worker.NewReconciler(s.Stock, s.Ledger, cfg)
 }
 
 // RunRebalancer evens out the buckets of every live sale every second
@@ -158,8 +160,13 @@ func (s *System) RunRebalancer(ctx context.Context) error {
 }
 
 // RunWorkers runs the order worker and, every reconcile_interval, the
-// reconciler's watch, until ctx ends.
+// reconciler's watch, and the watch of Redis's persistence, until ctx
+// ends.
 func (s *System) RunWorkers(ctx context.Context) error {
+	dur, stopDur := context.WithCancel(ctx)
+	durDone := make(chan struct{})
+	go func() { defer close(durDone); s.WatchDurability(dur) }()
+	defer func() { stopDur(); <-durDone }()
 	if s.Config.ReconcileInterval > 0 {
 		watch, stop := context.WithCancel(ctx)
 		done := make(chan struct{})

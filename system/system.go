@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/worker"
@@ -58,9 +59,12 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 		registry = prometheus.NewRegistry()
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	m := worker.NewMetrics(registry)
+	icfg := InventoryConfig(cfg)
+	icfg.OnWaitTimeout = m.WaitTimedOut
 	s := &System{
-		Config: cfg, Conns: c, Registry: registry, Metrics: worker.NewMetrics(registry),
-		Stock:  inventory.New(c.Redis, InventoryConfig(cfg)),
+		Config: cfg, Conns: c, Registry: registry, Metrics: m,
+		Stock:  inventory.New(c.Redis, icfg),
 		Ledger: orders.NewStore(c.DB),
 	}
 	s.checks = map[string]func(context.Context) error{
@@ -174,6 +178,7 @@ func (s *System) checkDurability(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	desc, err := inventory.Durability(dctx, s.Redis)
+	s.Metrics.Durability(err == nil, s.Config.Production())
 	switch {
 	case err == nil:
 		slog.Info("redis persistence", "masters", desc)
@@ -188,6 +193,20 @@ func (s *System) checkDurability(ctx context.Context) error {
 			"use appendonly yes in production (configs/redis.conf)", "err", err)
 	}
 	return nil
+}
+
+// WatchDurability reads every minute whether Redis persists its data, for
+// the alert on a production Redis that stopped (CONFIG SET appendonly no),
+// until ctx ends.
+func (s *System) WatchDurability(ctx context.Context) {
+	wait.Every(ctx, time.Minute, func() {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := inventory.Durability(dctx, s.Redis)
+		if err == nil || errors.Is(err, inventory.ErrVolatile) {
+			s.Metrics.Durability(err == nil, s.Config.Production())
+		}
+	})
 }
 
 // Migrate brings the ledger's schema up to date.

@@ -17,6 +17,14 @@ type Metrics struct {
 	deadLetters    prometheus.Gauge
 	dbRetries      prometheus.Counter
 	cancelled      prometheus.Counter
+	// What the alerts watch (configs/prometheus/alerts.yml).
+	outboxAge       prometheus.Gauge
+	ledgerLag       prometheus.Histogram
+	drifts          prometheus.Counter
+	reconciled      prometheus.Counter
+	waitTimeouts    prometheus.Counter
+	redisPersistent prometheus.Gauge
+	production      prometheus.Gauge
 }
 
 // NewMetrics registers the series on reg.
@@ -55,9 +63,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
 		}),
+		outboxAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_outbox_oldest_age_seconds", Help: "Age of the oldest order event not yet relayed to RabbitMQ, over the live sales' outboxes (0: none waits); read by each relay every few seconds.",
+		}),
+		ledgerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_ledger_lag_seconds", Help: "Time from an order's acceptance in Redis to its commit in the ledger (the oldest of each batch).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 15),
+		}),
+		drifts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_drifts_total", Help: "Sales the reconciler found disagreeing between Redis and the ledger (each then repaired from the ledger).",
+		}),
+		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
+		}),
+		waitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_redis_wait_timeouts_total", Help: "Buy calls whose WAIT for redis_wait_replicas replicas timed out (answered unavailable).",
+		}),
+		redisPersistent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_redis_persistent", Help: "1 when every Redis master keeps its data on disk (appendonly), 0 when one keeps it only in memory; read every minute.",
+		}),
+		production: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_production", Help: "1 when the process runs with env: production.",
+		}),
 	}
 	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.persisted, m.batchSize, m.commit,
-		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled)
+		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled,
+		m.waitTimeouts, m.redisPersistent, m.production)
 	return m
 }
 
@@ -67,4 +98,21 @@ func (m *Metrics) Persisted() int {
 	var d dto.Metric
 	_ = m.persisted.Write(&d)
 	return int(d.GetCounter().GetValue())
+}
+
+// WaitTimedOut counts a buy call whose WAIT for replicas timed out.
+func (m *Metrics) WaitTimedOut() { m.waitTimeouts.Inc() }
+
+// Durability records whether Redis persists its data, and whether the
+// process runs in production.
+func (m *Metrics) Durability(persistent, production bool) {
+	m.redisPersistent.Set(b2f(persistent))
+	m.production.Set(b2f(production))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -36,6 +36,8 @@ type ReconcilerConfig struct {
 	// Bus is asked where a missing order is, and carries the payment
 	// timeouts of re-driven orders; nil when there is none to ask.
 	Bus bus.Bus
+	// Metrics count the watch's checks and the drifts it found (nil: none).
+	Metrics *Metrics
 }
 
 // NewReconciler returns a Reconciler.
@@ -407,6 +409,12 @@ func (rc *Reconciler) heal(ctx context.Context, id int64) {
 	if err != nil {
 		slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
 		return
+	}
+	if m := rc.cfg.Metrics; m != nil {
+		m.reconciled.Inc()
+		if len(rep.Drift) > 0 {
+			m.drifts.Inc()
+		}
 	}
 	if len(rep.Drift) == 0 {
 		return

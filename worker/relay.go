@@ -94,10 +94,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	}()
 	tick := time.NewTicker(r.cfg.Poll)
 	defer tick.Stop()
+	var measured time.Time
 	for {
 		live, err := r.liveParts(ctx)
 		if err != nil && ctx.Err() == nil {
 			slog.Warn("relay: listing live sales failed", "err", err)
+		}
+		if err == nil && time.Since(measured) >= outboxAgeEvery {
+			measured = time.Now()
+			r.measureOutbox(ctx, live)
 		}
 		for p := range live {
 			if _, ok := running[p]; !ok {
@@ -118,6 +123,33 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// outboxAgeEvery is how often the relay reads the age of the oldest
+// unrelayed event (an XRANGE of one entry per live part).
+const outboxAgeEvery = 5 * time.Second
+
+// measureOutbox sets the age of the oldest event waiting in the live
+// parts' outboxes: an entry leaves its outbox only once RabbitMQ confirmed
+// it, and its id is the time it was appended.
+func (r *Relay) measureOutbox(ctx context.Context, live map[inventory.Part]bool) {
+	var oldest time.Time
+	for p := range live {
+		first, err := r.rdb.XRangeN(ctx, r.keys.Of(p).Outbox(), "-", "+", 1).Result()
+		if err != nil || len(first) == 0 {
+			continue
+		}
+		ms, _, _ := strings.Cut(first[0].ID, "-")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if at := time.UnixMilli(n); err == nil && (oldest.IsZero() || at.Before(oldest)) {
+			oldest = at
+		}
+	}
+	age := 0.0
+	if !oldest.IsZero() {
+		age = max(0, time.Since(oldest).Seconds())
+	}
+	r.metrics.outboxAge.Set(age)
 }
 
 // liveParts lists the parts of every sale whose outbox may hold events.

@@ -201,11 +201,24 @@ func (w *Worker) processOrders(ctx context.Context, batch []bus.Delivery) error 
 	}
 	w.metrics.commit.Observe(time.Since(start).Seconds())
 	w.metrics.batchSize.Observe(float64(len(os)))
-	w.metrics.persisted.Add(float64(len(os)))
+	w.persisted(os)
 	if err := w.scheduleTimeouts(ctx, os); err != nil {
 		return err
 	}
 	return ackAll(good)
+}
+
+// persisted counts orders committed, and how long the oldest of them
+// took from its acceptance.
+func (w *Worker) persisted(os []seckill.Order) {
+	w.metrics.persisted.Add(float64(len(os)))
+	oldest := os[0].CreatedAt
+	for _, o := range os[1:] {
+		if o.CreatedAt.Before(oldest) {
+			oldest = o.CreatedAt
+		}
+	}
+	w.metrics.ledgerLag.Observe(max(0, time.Since(oldest).Seconds()))
 }
 
 func (w *Worker) processOneByOne(ctx context.Context, ds []bus.Delivery, os []seckill.Order, ends []int) error {
@@ -233,7 +246,7 @@ func (w *Worker) processOneByOne(ctx context.Context, ds []bus.Delivery, os []se
 	if len(written) == 0 {
 		return nil
 	}
-	w.metrics.persisted.Add(float64(len(written)))
+	w.persisted(written)
 	if err := w.scheduleTimeouts(ctx, written); err != nil {
 		return err
 	}
