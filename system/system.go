@@ -67,6 +67,7 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 		Stock:  inventory.New(c.Redis, icfg),
 		Ledger: orders.NewStore(c.DB),
 	}
+	registry.MustRegister(newLiveCollector(s))
 	s.checks = map[string]func(context.Context) error{
 		"redis":  func(ctx context.Context) error { return inventory.EachMaster(ctx, c.Redis, pingRedis) },
 		"mysql":  c.DB.PingContext,

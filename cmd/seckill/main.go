@@ -29,6 +29,7 @@ commands:
   reconcile  compare Redis with the MySQL ledger; non-zero exit on drift
   deadletters list|replay  show the dead-letter queue, or send its well-formed messages back
   check      say whether the configured Redis, RabbitMQ and MySQL answer (exit 1 if not)
+  ready      ask a running process's /readyz (--addr; a container's healthcheck): exit 1 unless 200
   bench      the benchmark suite behind make bench
 
 Configuration comes from configs/seckill.yaml, overridden by SECKILL_* variables.
@@ -67,6 +68,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		"reconcile":   runReconcile,
 		"deadletters": runDeadLetters,
 		"check":       runCheck,
+		"ready":       runReady,
 		"bench":       runBench,
 	}
 	fn, ok := commands[cmd]
