@@ -11,6 +11,9 @@ type Buy struct {
 	// Pass is the waiting room's admission pass the buy carries ("" for
 	// none), for a sale with a waiting room (package tickets checks it).
 	Pass string
+	// Trace is the W3C traceparent of the buy request's span ("" when not
+	// traced): the stock's call for a batch links to it (internal/tracing).
+	Trace string
 	// Verified is whether the buyer's identity is verified, for a sale
 	// that is verified_only (package tickets checks it with the ticket).
 	Verified bool

@@ -80,6 +80,8 @@ type Config struct {
 	JWTSecret  string        `koanf:"jwt_secret" secret:"true"`
 	SessionTTL time.Duration `koanf:"session_ttl"`
 	TicketTTL  time.Duration `koanf:"ticket_ttl"`
+	// OtelEndpoint is the OTLP/HTTP endpoint traces go to; empty: off.
+	OtelEndpoint string `koanf:"otel_endpoint"`
 	// PassTTL is how long a waiting room's admission pass serves.
 	PassTTL       time.Duration `koanf:"pass_ttl"`
 	AdminToken    string        `koanf:"admin_token" secret:"true"`

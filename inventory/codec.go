@@ -102,8 +102,13 @@ func decodeOrder(sale int64, id, rec string) (seckill.Event, error) {
 	return e, nil
 }
 
-// outboxField is the field of an outbox entry that holds its events.
-const outboxField = "e"
+// outboxField is the field of an outbox entry that holds its events;
+// OutboxTraceField the one with the traceparent of the buy call's span,
+// when it was traced (buy.lua).
+const (
+	outboxField      = "e"
+	OutboxTraceField = "t"
+)
 
 // EncodeOutbox writes the fields of an outbox entry as buy.lua appends it:
 // one field holding a line per order accepted by the call,

@@ -18,8 +18,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -107,15 +110,29 @@ func (s *Store) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (se
 	return s.reserveBuckets(ctx, sale, parts, buys)
 }
 
-// decide runs buy.lua on one part for buys (mode "" or "soft").
+// decide runs buy.lua on one part for buys (mode "" or "soft"). Traced,
+// the call is one span for the batch, linked to each buy's request (the
+// child of the one when there is one), and its context goes with the
+// outbox entry to the relay.
 func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode string) (seckill.Decision, error) {
-	args := make([]any, 0, 3+4*len(buys))
+	args := make([]any, 0, 4+4*len(buys))
 	args = append(args, p.Sale, len(buys), mode)
 	for _, b := range buys {
 		if b.OrderID == "" {
 			b.OrderID = seckill.NewOrderID(p.Sale)
 		}
 		args = append(args, b.UserID, b.Qty, b.RequestID, b.OrderID)
+	}
+	if tracing.Enabled() {
+		traces := make([]string, len(buys))
+		for i, b := range buys {
+			traces[i] = b.Trace
+		}
+		var span trace.Span
+		ctx, span = tracing.StartFrom(ctx, "redis buy.lua", trace.SpanKindClient, traces,
+			attribute.Int64("seckill.sale_id", p.Sale), attribute.String("seckill.part", p.Tag), attribute.Int("seckill.batch", len(buys)))
+		defer span.End()
+		args = append(args, tracing.Traceparent(ctx))
 	}
 	k := s.keys.Of(p)
 	reply, err := s.runBuy(ctx, []string{k.Stock(), k.Buyers(), k.Reqs(), k.Outbox(), k.Orders()}, args)

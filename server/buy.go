@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/identity"
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/sessions"
 )
 
@@ -89,7 +90,8 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	u := currentUser(c)
-	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Pass: req.Pass, Verified: u.Verified}
+	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Pass: req.Pass, Verified: u.Verified,
+		Trace: tracing.Traceparent(c.Request.Context())}
 	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
 	if err == nil && d.Answers[0].Code == seckill.CodeNotEligible && s.verifiedSince(c, u) {
 		// Refused before the stock, so nothing is kept for its request id.

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/system/servertest"
 	"github.com/seckill/seckill/tickets"
@@ -86,4 +91,52 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBuyTracing is what tracing costs a buy with stock left (the
+// request's span, the batch's Redis call span, the traceparent in the
+// outbox entry): off, on with 1% of traces sampled
+// (parentbased_traceidratio, the default), and on with every trace
+// sampled; spans go to an exporter that drops them, so the figure is the
+// server's own work. CPU per buy is the process's, Redis's not included.
+func BenchmarkBuyTracing(b *testing.B) {
+	env := servertest.New(b)
+	srv := env.Server(b, nil)
+	h := srv.Handler()
+	sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 100_000_000, Limit: 100_000_000})
+	path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)
+	tok := "Bearer " + servertest.Token(b, "bench-tracing")
+	var n atomic.Int64
+	for _, c := range []struct {
+		name  string
+		ratio float64 // < 0: off
+	}{{"off", -1}, {"sampled-1pct", 0.01}, {"sampled-all", 1}} {
+		if c.ratio >= 0 {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.ratio))),
+				sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			tracing.Use(tp)
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetParallelism(32)
+			cpu0 := processCPU(b)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := httptest.NewRequest("POST", path, strings.NewReader(fmt.Sprintf(`{"qty":1,"request_id":"bench-tr-%d"}`, n.Add(1))))
+					r.Header.Set("Content-Type", "application/json")
+					r.Header.Set("Authorization", tok)
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != 200 {
+						b.Errorf("buy: %d %s", w.Code, w.Body)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+		tracing.Use(nil)
+	}
 }

@@ -26,7 +26,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/room"
@@ -156,7 +161,7 @@ func (s *Server) routes() error {
 	if err := e.SetTrustedProxies(s.cfg.TrustedProxies); err != nil {
 		return fmt.Errorf("server: trusted proxies: %w", err)
 	}
-	e.Use(s.recover, s.requestID, s.metrics.observe, s.accessLog)
+	e.Use(s.recover, s.requestID, s.trace, s.metrics.observe, s.accessLog)
 	e.NoRoute(noRoute)
 	// An unknown method or a stray trailing slash is an unknown route: the
 	// JSON 404, not Gin's plain-text 405 or a redirect.
@@ -386,6 +391,31 @@ func (s *Server) requestID(c *gin.Context) {
 	c.Set(ctxRequestID, id)
 	c.Header("X-Request-ID", id)
 	c.Next()
+}
+
+// trace records a span of the request when tracing is on and the
+// sampler takes it (continuing a caller's traceparent), named by its
+// route template; off, it is one flag read, and an unsampled request
+// costs the sampler's decision only.
+func (s *Server) trace(c *gin.Context) {
+	if !tracing.Enabled() {
+		c.Next()
+		return
+	}
+	ctx, span := tracing.Start(tracing.Extract(c.Request.Context(), c.GetHeader), "http", trace.SpanKindServer)
+	defer span.End()
+	if !span.IsRecording() {
+		c.Next()
+		return
+	}
+	span.SetName(c.Request.Method + " " + c.FullPath())
+	span.SetAttributes(attribute.String("http.route", c.FullPath()), attribute.String("seckill.request_id", requestID(c)))
+	c.Request = c.Request.WithContext(ctx)
+	c.Next()
+	span.SetAttributes(attribute.Int("http.status_code", c.Writer.Status()))
+	if c.Writer.Status() >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(c.Writer.Status()))
+	}
 }
 
 func isToken(s string) bool {

@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -314,6 +317,14 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 	msgs := make([]bus.Message, len(packed))
 	for i, m := range packed {
 		msgs[i] = bus.Message{ID: m.ids[0], Body: m.body}
+		if len(m.traces) > 0 && tracing.Enabled() {
+			// One span a message, continuing its buy calls' traces; the
+			// worker continues it from the message's header.
+			sctx, span := tracing.StartFrom(ctx, "relay publish", trace.SpanKindProducer, m.traces,
+				attribute.Int("seckill.events", m.events))
+			msgs[i].Headers = map[string]string{tracing.HeaderTraceparent: tracing.Traceparent(sctx)}
+			defer span.End()
+		}
 	}
 	n, failed := s.bus.Publish(ctx, bus.Orders, msgs...)
 	var confirmed []string
@@ -354,6 +365,8 @@ type message struct {
 	body   []byte
 	ids    []string
 	events int
+	// traces are the traceparents of the buy calls whose orders it holds.
+	traces []string
 }
 
 // pack turns outbox entries into messages of about size events each, as
@@ -364,12 +377,12 @@ type message struct {
 func pack(entries []redis.XMessage, size int) []message {
 	var out []message
 	var evs []seckill.Event
-	var ids []string
+	var ids, traces []string
 	flush := func() {
 		if len(evs) > 0 {
 			body, _ := json.Marshal(evs)
-			out = append(out, message{body: body, ids: ids, events: len(evs)})
-			evs, ids = nil, nil
+			out = append(out, message{body: body, ids: ids, events: len(evs), traces: traces})
+			evs, ids, traces = nil, nil, nil
 		}
 	}
 	for _, e := range entries {
@@ -385,6 +398,9 @@ func pack(entries []redis.XMessage, size int) []message {
 		}
 		evs = append(evs, es...)
 		ids = append(ids, e.ID)
+		if tp, _ := e.Values[inventory.OutboxTraceField].(string); tp != "" {
+			traces = append(traces, tp)
+		}
 		if len(evs) >= size {
 			flush()
 		}

@@ -17,8 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -188,6 +192,15 @@ func (w *Worker) processOrders(ctx context.Context, batch []bus.Delivery) error 
 	}
 	if len(os) == 0 {
 		return nil
+	}
+	if tracing.Enabled() {
+		traces := make([]string, len(good))
+		for i, d := range good {
+			traces[i] = d.Headers[tracing.HeaderTraceparent]
+		}
+		var span trace.Span
+		ctx, span = tracing.StartFrom(ctx, "worker commit", trace.SpanKindConsumer, traces, attribute.Int("seckill.orders", len(os)))
+		defer span.End()
 	}
 	start := time.Now()
 	err := w.write(ctx, os)
@@ -398,7 +411,11 @@ func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []seckill.Order, delay 
 	if err != nil {
 		return err
 	}
-	if err := b.PublishDelayed(ctx, bus.Timeouts, bus.Message{ID: os[0].ID, Body: body}, delay); err != nil {
+	msg := bus.Message{ID: os[0].ID, Body: body}
+	if tp := tracing.Traceparent(ctx); tp != "" { // the timeout continues the commit's trace
+		msg.Headers = map[string]string{tracing.HeaderTraceparent: tp}
+	}
+	if err := b.PublishDelayed(ctx, bus.Timeouts, msg, delay); err != nil {
 		return fmt.Errorf("worker: schedule timeouts: %w", err)
 	}
 	return nil
@@ -460,6 +477,11 @@ func (w *Worker) consumeTimeouts(ctx, work context.Context, s bus.Subscription) 
 // pending and returns their units exactly once. Paid orders are left
 // alone. A redelivered message is harmless: both steps are idempotent.
 func (w *Worker) expire(ctx context.Context, d bus.Delivery) error {
+	if tracing.Enabled() {
+		var span trace.Span
+		ctx, span = tracing.StartFrom(ctx, "payment timeout", trace.SpanKindConsumer, []string{d.Headers[tracing.HeaderTraceparent]})
+		defer span.End()
+	}
 	m, err := DecodeTimeout(d.Body)
 	if err != nil {
 		return w.deadLetter(d, bus.Timeouts, err)

@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/tracing"
 )
 
 const usage = `usage: seckill <command> [flags]
@@ -80,6 +82,15 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return err
 	}
 	setupLogging(cfg)
+	stop, err := tracing.Setup(ctx, cfg.OtelEndpoint, "seckill-"+cmd)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stop(sctx)
+	}()
 	return fn(ctx, cfg, args)
 }
 
@@ -91,7 +102,7 @@ func setupLogging(cfg configs.Config) {
 	if cfg.Production() {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	slog.SetDefault(slog.New(h))
+	slog.SetDefault(slog.New(tracing.LogHandler{Handler: h})) // lines carry their trace id
 	// go-redis logs its retries on its own; Seckill reports the failures
 	// that matter where they happen.
 	redis.SetLogger(redisLogger{})
