@@ -50,7 +50,7 @@ test-race: services
 
 ## bench: the benchmark suite; prints markdown tables of ratios and writes BENCHMARKS.md
 bench: build services
-	./$(BIN) bench --duration 10s --out BENCHMARKS.md
+	./$(BIN) bench --duration 10s --out BENCHMARKS.md --chart docs/capacity.png
 
 ## lint: formatting and vet
 lint:

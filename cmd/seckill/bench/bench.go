@@ -45,6 +45,9 @@ type Options struct {
 	WSClients int
 	// Crowd is the number of shoppers in the waiting room case's pre-queue.
 	Crowd int
+	// Chart is where the capacity case writes its PNG (default
+	// ./capacity.png).
+	Chart string
 	// Binary is the seckill binary that cases start as a child process;
 	// empty means this executable.
 	Binary string
@@ -86,6 +89,7 @@ var Cases = []Case{
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
 	{"identity", "what identities cost: buys with the provider's bearer tokens vs session tokens (server CPU per request), password sign-ins (CPU each, unknown email vs wrong password)", identityCase},
 	{"room", "the waiting room: server CPU per buy with an admission pass vs without a room, and a crowd in the pre-queue let in at 500/s (rate, queue frames' gap, fairness)", roomCase},
+	{"capacity", "open-loop ramp against a seckill all child: the highest arrival rate with p99 < 50 ms and no error, with stock and sold out, this design vs one EVALSHA per request, CPU per order per process, and a chart", capacityCase},
 	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestCasesRun(t *testing.T) {
 	cfg := servertest.Config(t)
 	// Cases start seckill as a child process.
 	bin := servertest.Binary(t)
-	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Crowd: 300, Binary: bin}
+	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Crowd: 300, Binary: bin, Chart: filepath.Join(t.TempDir(), "capacity.png")}
 	tables, err := bench.Run(context.Background(), cfg, nil, o, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
