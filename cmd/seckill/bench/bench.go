@@ -46,8 +46,9 @@ type Options struct {
 	// Crowd is the number of shoppers in the waiting room case's pre-queue.
 	Crowd int
 	// Chart is where the capacity case writes its PNG (default
-	// ./capacity.png).
+	// ./capacity.png); Rates its ramp (nil: 500 to 18,000 a second).
 	Chart string
+	Rates []float64
 	// Binary is the seckill binary that cases start as a child process;
 	// empty means this executable.
 	Binary string

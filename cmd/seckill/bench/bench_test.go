@@ -22,7 +22,8 @@ func TestCasesRun(t *testing.T) {
 	cfg := servertest.Config(t)
 	// Cases start seckill as a child process.
 	bin := servertest.Binary(t)
-	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Crowd: 300, Binary: bin, Chart: filepath.Join(t.TempDir(), "capacity.png")}
+	o := bench.Options{Duration: 500 * time.Millisecond, Orders: 2000, Clients: 8, WSClients: 300, Crowd: 300, Binary: bin, Chart: filepath.Join(t.TempDir(), "capacity.png"),
+		Rates: []float64{500, 1000}}
 	tables, err := bench.Run(context.Background(), cfg, nil, o, testWriter{t})
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,11 @@ func (s rampStep) ok() bool {
 // three services; a stock rate ends when MySQL holds its orders, so the
 // pipeline's work counts in it. The latencies go into a PNG chart.
 func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
-	step := max(2*time.Second, o.Duration/4)
+	step := max(time.Second, o.Duration/4)
+	rates := o.Rates
+	if len(rates) == 0 {
+		rates = capacityRates
+	}
 	modes := []struct {
 		name string
 		env  []string
@@ -78,7 +82,7 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 				}{{"buy with stock", open}, {"buy, sold out", soldOut}} {
 					var steps []rampStep
 					var accepted int64
-					for _, rate := range capacityRates {
+					for _, rate := range rates {
 						s, err := rampAt(ctx, base, cfg.AdminToken, cfg.JWTSecret, kind.sale, rate, step, child)
 						if err != nil {
 							child.Stop()
@@ -150,7 +154,7 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			{What: "capacity sold out, this design ≥ peer-style (ratio)", Got: ratio(capacity[0][1], capacity[1][1]), Want: 1},
 		},
 		Notes: []string{
-			fmt.Sprintf("rates %v/s; a rate counts when its p99 (from each request's due time, so without coordinated omission) stays under %s, no request fails and ≥ 95%% of it was sent", capacityRates, capacityGoal),
+			fmt.Sprintf("rates %v/s; a rate counts when its p99 (from each request's due time, so without coordinated omission) stays under %s, no request fails and ≥ 95%% of it was sent", rates, capacityGoal),
 			"the load generator is `seckill loadtest`'s open loop in the bench process, on the same two cores as the child and the services: the capacity is this machine's, with its load generator",
 			"CPU per order: /proc user+system time of the child, every redis-server, beam.smp (RabbitMQ) and mariadbd over the rate's run and the ledger's catching up, over the orders accepted",
 			fmt.Sprintf("the chart of p99 against the arrival rate: %s", chart),
