@@ -127,6 +127,10 @@ type Config struct {
 	RelayBatch        int           `koanf:"relay_batch"`
 	RelayPack         int           `koanf:"relay_pack"`
 	RelayClaimIdle    time.Duration `koanf:"relay_claim_idle"`
+	// RelayLinger is how long the relay waits for more of a sale's outbox
+	// before it publishes a read smaller than relay_batch (fewer, fuller
+	// messages and confirms: the broker's work is per message); 0: none.
+	RelayLinger time.Duration `koanf:"relay_linger"`
 	WorkerBatch       int           `koanf:"worker_batch"`
 	WorkerFlush       time.Duration `koanf:"worker_flush"`
 	WorkerPrefetch    int           `koanf:"worker_prefetch"`
@@ -346,6 +350,9 @@ func (c *Config) complete() error {
 	}
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
 		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")
+	}
+	if c.RelayLinger < 0 || c.RelayLinger > time.Second {
+		bad("relay_linger", "must be 0 to 1s")
 	}
 	if c.RelayPack < 1 || c.RelayPack > 1000 {
 		bad("relay_pack", "must be 1..1000")

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -84,18 +86,29 @@ func TestPackKeepsEntriesWhole(t *testing.T) {
 	}
 }
 
+// TestDecodeEventsStrict: the relay's event lines, and the JSON of the
+// relays before them (an array, or one event), decode; anything else, or
+// one bad event among good ones, makes the message malformed.
 func TestDecodeEventsStrict(t *testing.T) {
-	good := string(pack([]redis.XMessage{entry(1)}, 1)[0].body)
+	lines := string(pack([]redis.XMessage{entry(1, 2)}, 1)[0].body)
+	evs, err := DecodeEvents([]byte(lines))
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("event lines %q: %+v, %v", lines, evs, err)
+	}
+	one, _ := json.Marshal(evs[0])
+	array, _ := json.Marshal(evs)
+	good := string(array)
 	for _, body := range []string{
 		`[]`, `{}`, `[` + good[1:len(good)-1] + `,{"order_id":"x"}]`, `[{"surprise":1}]`, `nonsense`,
-		good[1:len(good)-1] + ` trailing`,
+		string(one) + ` trailing`, lines + "\nnot|an|event", lines + "\n", "",
+		strings.Replace(lines, "|1|", "|-1|", 1), // a quantity below one
 	} {
 		if _, err := DecodeEvents([]byte(body)); err == nil {
-			t.Errorf("%s: accepted", body)
+			t.Errorf("%q: accepted", body)
 		}
 	}
-	for _, body := range []string{good, good[1 : len(good)-1]} {
-		if evs, err := DecodeEvents([]byte(body)); err != nil || len(evs) != 1 {
+	for _, body := range []string{good, string(one), lines} {
+		if evs, err := DecodeEvents([]byte(body)); err != nil || len(evs) == 0 {
 			t.Errorf("%s: %v", body, err)
 		}
 	}

@@ -46,6 +46,9 @@ type RelayConfig struct {
 	// ClaimIdle is how long an entry may sit unconfirmed with another relay
 	// before this one takes it over (that relay is presumed dead).
 	ClaimIdle time.Duration
+	// Linger is how long a read smaller than Batch waits for more entries
+	// before it is published: fewer, fuller messages; 0: none.
+	Linger time.Duration
 	// Lookback is how long after its end a sale's outbox is still read.
 	Lookback time.Duration
 	// Poll is how often the list of live sales is refreshed.
@@ -218,6 +221,26 @@ type saleRelay struct {
 	lastClaim  time.Time
 }
 
+// linger adds to a read the entries that arrive within Linger, until it
+// has Batch; what it read stays pending with this relay either way, so an
+// error here only publishes less now.
+func (s *saleRelay) linger(ctx context.Context, entries []redis.XMessage) []redis.XMessage {
+	deadline := time.Now().Add(s.cfg.Linger)
+	for len(entries) < s.cfg.Batch && ctx.Err() == nil {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		sleep(ctx, min(left, time.Millisecond))
+		more, err := s.readGroup(ctx, ">", -1)
+		if err != nil {
+			break
+		}
+		entries = append(entries, more...)
+	}
+	return entries
+}
+
 // step reads one batch (blocking up to a second when block is set) and
 // publishes it.
 func (s *saleRelay) step(ctx context.Context, block bool) error {
@@ -232,6 +255,9 @@ func (s *saleRelay) drainStep(ctx context.Context, block bool) (int, error) {
 	entries, err := s.read(ctx, block)
 	if err != nil || len(entries) == 0 {
 		return 0, err
+	}
+	if block && s.cfg.Linger > 0 {
+		entries = s.linger(ctx, entries)
 	}
 	if err := s.parts.Durable(ctx, s.part); err != nil {
 		return 0, err
@@ -369,20 +395,22 @@ type message struct {
 	traces []string
 }
 
-// pack turns outbox entries into messages of about size events each, as
-// a JSON array: a message holds whole entries (an entry is one buy call's
-// orders) and is closed once it has size events or more. An entry that
-// does not parse is sent alone, as it is, so the worker dead-letters it
-// without holding up its neighbours.
+// pack turns outbox entries into messages of about size events each: a
+// message holds whole entries (an entry is one buy call's orders), their
+// event lines as buy.lua wrote them, one per line (the broker's work grows
+// with the bytes it keeps: a line is about half the event's JSON), and is
+// closed once it has size events or more. An entry that does not parse is
+// sent alone, as its JSON, so the worker dead-letters it without holding
+// up its neighbours.
 func pack(entries []redis.XMessage, size int) []message {
 	var out []message
-	var evs []seckill.Event
+	var body []byte
+	n := 0
 	var ids, traces []string
 	flush := func() {
-		if len(evs) > 0 {
-			body, _ := json.Marshal(evs)
-			out = append(out, message{body: body, ids: ids, events: len(evs), traces: traces})
-			evs, ids, traces = nil, nil, nil
+		if n > 0 {
+			out = append(out, message{body: body, ids: ids, events: n, traces: traces})
+			body, n, ids, traces = nil, 0, nil, nil
 		}
 	}
 	for _, e := range entries {
@@ -396,12 +424,16 @@ func pack(entries []redis.XMessage, size int) []message {
 			out = append(out, message{body: body, ids: []string{e.ID}, events: 1})
 			continue
 		}
-		evs = append(evs, es...)
+		if len(body) > 0 {
+			body = append(body, '\n')
+		}
+		body = append(body, inventory.OutboxLines(e.Values)...)
+		n += len(es)
 		ids = append(ids, e.ID)
 		if tp, _ := e.Values[inventory.OutboxTraceField].(string); tp != "" {
 			traces = append(traces, tp)
 		}
-		if len(evs) >= size {
+		if n >= size {
 			flush()
 		}
 	}
