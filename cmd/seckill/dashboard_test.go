@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,12 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	for title := range traffic {
 		t.Errorf("the dashboard lost its panel %q", title)
 	}
+	var exprs []string
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
 
 	var alerts struct {
 		Groups []struct {
@@ -167,11 +174,13 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	for _, g := range alerts.Groups {
 		for _, r := range g.Rules {
 			n++
+			exprs = append(exprs, r.Expr)
 			if _, err := promQuery(base, r.Expr); err != nil {
 				t.Errorf("alert %s: %v", r.Alert, err)
 			}
 		}
 	}
+	checkLabels(t, base, exprs)
 	res, err := http.Get(base + "/api/v1/rules")
 	if err != nil {
 		t.Fatal(err)
@@ -198,4 +207,45 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 		t.Errorf("Prometheus loaded %d rules of %d", got, n)
 	}
 	t.Logf("%d panels and %d alert expressions ran on Prometheus after a burst of %d buys (%d accepted)", len(dash.Panels), n, rep.Requests, rep.Accepted)
+}
+
+var (
+	selector = regexp.MustCompile(`(seckill_[a-z_]+)\{([^}]*)\}`)
+	matcher  = regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)`)
+	grouping = regexp.MustCompile(`by \(([a-z_, ]+)\) \((?:rate\()?(seckill_[a-z_]+)`)
+)
+
+// checkLabels: every label a panel or an alert matches or groups a series
+// of ours by is one the series has, where Prometheus scraped it (a query
+// on a label the metric lacks parses, and shows or fires nothing).
+func checkLabels(t *testing.T, base string, exprs []string) {
+	t.Helper()
+	uses := map[[2]string]bool{}
+	for _, e := range exprs {
+		for _, m := range selector.FindAllStringSubmatch(e, -1) {
+			for _, l := range matcher.FindAllStringSubmatch(m[2], -1) {
+				uses[[2]string{m[1], l[1]}] = true
+			}
+		}
+		for _, m := range grouping.FindAllStringSubmatch(e, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				uses[[2]string{m[2], strings.TrimSpace(l)}] = true
+			}
+		}
+	}
+	for u := range uses {
+		metric, label := u[0], u[1]
+		if label == "le" || label == "job" || label == "instance" {
+			continue
+		}
+		if n, err := promQuery(base, "count("+metric+")"); err != nil || n == 0 {
+			continue // not scraped in this run (it appears on failures only)
+		}
+		if n, err := promQuery(base, fmt.Sprintf(`count(%s{%s!=""})`, metric, label)); err != nil || n == 0 {
+			t.Errorf("%s has no label %q, which a panel or an alert uses (%v)", metric, label, err)
+		}
+	}
+	if len(uses) == 0 {
+		t.Error("no label matchers found: the check checks nothing")
+	}
 }
