@@ -179,7 +179,9 @@ func (s *System) checkDurability(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	desc, err := inventory.Durability(dctx, s.Redis)
-	s.Metrics.Durability(err == nil, s.Config.Production())
+	if err == nil || errors.Is(err, inventory.ErrVolatile) { // a failed read says nothing
+		s.Metrics.Durability(err == nil, s.Config.Production())
+	}
 	switch {
 	case err == nil:
 		slog.Info("redis persistence", "masters", desc)

@@ -67,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "seckill_outbox_oldest_age_seconds", Help: "Age of the oldest order event not yet relayed to RabbitMQ, over the live sales' outboxes (0: none waits); read by each relay every few seconds.",
 		}),
 		ledgerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_ledger_lag_seconds", Help: "Time from an order's acceptance in Redis to its commit in the ledger (the oldest of each batch).",
+			Name: "seckill_ledger_lag_seconds", Help: "Time from an order's acceptance in Redis to its commit in the ledger.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 15),
 		}),
 		drifts: prometheus.NewCounter(prometheus.CounterOpts{

@@ -49,6 +49,10 @@ type RelayConfig struct {
 	// Linger is how long a read smaller than Batch waits for more entries
 	// before it is published: fewer, fuller messages; 0: none.
 	Linger time.Duration
+	// Lines sends messages as buy.lua's event lines rather than their JSON
+	// (about half the bytes); only workers of this release read them, so a
+	// deployment turns it on once every worker runs it.
+	Lines bool
 	// Lookback is how long after its end a sale's outbox is still read.
 	Lookback time.Duration
 	// Poll is how often the list of live sales is refreshed.
@@ -222,8 +226,7 @@ type saleRelay struct {
 }
 
 // linger adds to a read the entries that arrive within Linger, until it
-// has Batch; what it read stays pending with this relay either way, so an
-// error here only publishes less now.
+// has Batch.
 func (s *saleRelay) linger(ctx context.Context, entries []redis.XMessage) []redis.XMessage {
 	deadline := time.Now().Add(s.cfg.Linger)
 	for len(entries) < s.cfg.Batch && ctx.Err() == nil {
@@ -234,6 +237,9 @@ func (s *saleRelay) linger(ctx context.Context, entries []redis.XMessage) []redi
 		sleep(ctx, min(left, time.Millisecond))
 		more, err := s.readGroup(ctx, ">", -1)
 		if err != nil {
+			// A reply lost may hold entries now pending here: the next
+			// read takes this relay's pending ones first.
+			s.ownPending = true
 			break
 		}
 		entries = append(entries, more...)
@@ -339,7 +345,7 @@ func isNoGroup(err error) bool {
 // removes from the stream those the broker confirmed.
 func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error {
 	start := time.Now()
-	packed := pack(entries, s.cfg.Pack)
+	packed := pack(entries, s.cfg.Pack, s.cfg.Lines)
 	msgs := make([]bus.Message, len(packed))
 	for i, m := range packed {
 		msgs[i] = bus.Message{ID: m.ids[0], Body: m.body}
@@ -396,21 +402,24 @@ type message struct {
 }
 
 // pack turns outbox entries into messages of about size events each: a
-// message holds whole entries (an entry is one buy call's orders), their
-// event lines as buy.lua wrote them, one per line (the broker's work grows
-// with the bytes it keeps: a line is about half the event's JSON), and is
-// closed once it has size events or more. An entry that does not parse is
-// sent alone, as its JSON, so the worker dead-letters it without holding
-// up its neighbours.
-func pack(entries []redis.XMessage, size int) []message {
+// message holds whole entries (an entry is one buy call's orders), as a
+// JSON array of events or, with lines, their event lines as buy.lua wrote
+// them (about half the bytes), and is closed once it has size events or
+// more. An entry that does not parse is sent alone, as its JSON, so the
+// worker dead-letters it without holding up its neighbours.
+func pack(entries []redis.XMessage, size int, lines bool) []message {
 	var out []message
 	var body []byte
+	var evs []seckill.Event
 	n := 0
 	var ids, traces []string
 	flush := func() {
 		if n > 0 {
+			if !lines {
+				body, _ = json.Marshal(evs)
+			}
 			out = append(out, message{body: body, ids: ids, events: n, traces: traces})
-			body, n, ids, traces = nil, 0, nil, nil
+			body, evs, n, ids, traces = nil, nil, 0, nil, nil
 		}
 	}
 	for _, e := range entries {
@@ -424,10 +433,14 @@ func pack(entries []redis.XMessage, size int) []message {
 			out = append(out, message{body: body, ids: []string{e.ID}, events: 1})
 			continue
 		}
-		if len(body) > 0 {
-			body = append(body, '\n')
+		if lines {
+			if len(body) > 0 {
+				body = append(body, '\n')
+			}
+			body = append(body, inventory.OutboxLines(e.Values)...)
+		} else {
+			evs = append(evs, es...)
 		}
-		body = append(body, inventory.OutboxLines(e.Values)...)
 		n += len(es)
 		ids = append(ids, e.ID)
 		if tp, _ := e.Values[inventory.OutboxTraceField].(string); tp != "" {

@@ -96,7 +96,10 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 	defer stopRebalancer()
 	stopWorker := func() {}
 	if withWorker {
-		stopWorker = start(background, "worker", sys.RunWorkers)
+		stopWorker = start(background, "worker", sys.RunWorkers) // it watches Redis's persistence too
+	} else {
+		stopWatch := start(background, "persistence watch", func(ctx context.Context) error { sys.WatchDurability(ctx); return nil })
+		defer stopWatch()
 	}
 	if demo {
 		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv.Sales, ln.Addr().String()) })

@@ -90,9 +90,9 @@ func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attri
 }
 
 // StartFrom starts a span whose upstream is the traceparents given: the
-// child of the one when there is one (one order, one trace), else a new
-// trace linked to each (a batch shared by several); none when none is
-// given (nothing upstream was sampled).
+// child of the first (one order, one trace, and its sampling decision
+// kept), linked to the others (a batch shared by several); none when none
+// is given (nothing upstream was sampled).
 func StartFrom(ctx context.Context, name string, kind trace.SpanKind, parents []string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !Enabled() || !slices.ContainsFunc(parents, func(p string) bool { return p != "" }) {
 		return ctx, trace.SpanFromContext(ctx)
@@ -106,16 +106,13 @@ func StartFrom(ctx context.Context, name string, kind trace.SpanKind, parents []
 		}
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-	switch len(scs) {
-	case 0:
-	case 1:
+	if len(scs) > 0 {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, scs[0])
-	default:
-		links := make([]trace.Link, len(scs))
-		for i, sc := range scs {
-			links[i] = trace.Link{SpanContext: sc}
+		links := make([]trace.Link, 0, len(scs)-1)
+		for _, sc := range scs[1:] {
+			links = append(links, trace.Link{SpanContext: sc})
 		}
-		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(links...))
+		opts = append(opts, trace.WithLinks(links...))
 	}
 	return tracer().Start(ctx, name, opts...)
 }
@@ -142,20 +139,6 @@ func Parse(tp string) trace.SpanContext {
 	}
 	ctx := propagator.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: tp})
 	return trace.SpanContextFromContext(ctx)
-}
-
-// Extract is ctx with the remote span of a request's or message's
-// headers, for a span that continues it.
-func Extract(ctx context.Context, get func(string) string) context.Context {
-	if !Enabled() {
-		return ctx
-	}
-	if tp := get(HeaderTraceparent); tp != "" {
-		if sc := Parse(tp); sc.IsValid() {
-			return trace.ContextWithRemoteSpanContext(ctx, sc)
-		}
-	}
-	return ctx
 }
 
 // LogHandler adds the trace and span ids of a record's context to it, so
