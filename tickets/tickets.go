@@ -101,12 +101,11 @@ func (s *Service) CheckBuy(ctx context.Context, sale int64, b seckill.Buy) error
 	case st.VerifiedOnly && !b.Verified:
 		return seckill.ErrNotEligible
 	}
-	now := s.now()
 	if st.WaitingRoom {
 		switch {
 		case b.Pass == "":
 			return seckill.ErrPassRequired
-		case !s.passes.Valid(b.Pass, b.UserID, sale, now):
+		case !s.passes.Valid(b.Pass, b.UserID, sale, s.now()):
 			return seckill.ErrPassInvalid
 		}
 	}
@@ -115,7 +114,7 @@ func (s *Service) CheckBuy(ctx context.Context, sale int64, b seckill.Buy) error
 		return nil
 	case b.Ticket == "":
 		return seckill.ErrTicketRequired
-	case !s.signer.Valid(b.Ticket, b.UserID, sale, now):
+	case !s.signer.Valid(b.Ticket, b.UserID, sale, s.now()):
 		return seckill.ErrTicketInvalid
 	}
 	return nil

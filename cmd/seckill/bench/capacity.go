@@ -58,11 +58,7 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		{"this design (coalescing, sold-out fast path)", nil},
 		{"peer-style: one EVALSHA per request", []string{"SECKILL_BATCH_ENABLED=false", "SECKILL_SOLD_OUT_RECHECK=0"}},
 	}
-	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
-	}
+	cfg := childConfig(e)
 	var curves []curve
 	var rows [][]string
 	var capacity [2][2]float64 // [mode][stock, sold out]

@@ -6,8 +6,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/identity"
-	"github.com/seckill/seckill/scripts/wrk"
 )
 
 // identityCase measures what identities cost: buys from outside (wrk
@@ -27,10 +24,6 @@ import (
 // for a right password, a wrong one and an unknown email (which must cost
 // the same as a wrong one).
 func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
-	wrkPath, err := exec.LookPath("wrk")
-	if err != nil {
-		return Table{}, fmt.Errorf("wrk not found: apt-get install wrk (scripts/services.sh does): %w", err)
-	}
 	provider, err := mockoidc.NewServer(nil)
 	if err != nil {
 		return Table{}, err
@@ -44,20 +37,15 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer provider.Shutdown()
 
-	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
-	}
-	child, err := Start(ctx, o.Binary, cfg, []string{
+	w, err := startWrkChild(ctx, e, o, []string{
 		"SECKILL_IDENTITY=oidc,guest", "SECKILL_OIDC_ISSUER=" + provider.Issuer(),
 		"SECKILL_OIDC_CLIENT_ID=" + provider.ClientID, "SECKILL_OIDC_CLIENT_SECRET=" + provider.ClientSecret,
-	}, "all")
+	})
 	if err != nil {
 		return Table{}, err
 	}
-	defer child.Stop()
-	base := "http://" + child.Addr
+	defer w.close()
+	cfg, base, child := w.cfg, w.base, w.Child
 	open, err := createSale(ctx, base, cfg.AdminToken, 100_000_000, nil)
 	if err != nil {
 		return Table{}, err
@@ -67,17 +55,8 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		return Table{}, err
 	}
 
-	dir, err := os.MkdirTemp("", "seckill-bench-identity")
-	if err != nil {
-		return Table{}, err
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "buy.lua")
-	if err := os.WriteFile(script, wrk.Script, 0o644); err != nil {
-		return Table{}, err
-	}
 	const users = 2000
-	sessionTokens, providerTokens := filepath.Join(dir, "sessions.txt"), filepath.Join(dir, "provider.txt")
+	sessionTokens, providerTokens := w.file("sessions.txt"), w.file("provider.txt")
 	if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.JWTSecret}, sessionTokens); err != nil {
 		return Table{}, err
 	}
@@ -99,7 +78,7 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	// Sell the one unit, and let each token be seen once: the cache then
 	// holds them all, as it does a minute into a sale.
 	for _, f := range []string{sessionTokens, providerTokens} {
-		if _, err := runWrk(ctx, wrkPath, script, base, f, soldOut, "buy", o.Clients, 2*time.Second); err != nil {
+		if _, err := w.run(ctx, f, soldOut, "buy", o.Clients, 2*time.Second); err != nil {
 			return Table{}, err
 		}
 	}
@@ -120,7 +99,7 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			i := (k + round) % len(contenders)
 			c := contenders[i]
 			cpu0 := child.CPU()
-			r, err := runWrk(ctx, wrkPath, script, base, c.tokens, c.sale, "buy", o.Clients, o.Duration/rounds)
+			r, err := w.run(ctx, c.tokens, c.sale, "buy", o.Clients, o.Duration/rounds)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", c.name, err)
 			}

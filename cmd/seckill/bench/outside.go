@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,7 +15,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/scripts/wrk"
 )
 
 // outsideCase loads a real `seckill all` child process from outside, with
@@ -29,21 +26,12 @@ import (
 // server's CPU per request comes from the child's /proc stat, so the cost
 // of the path shows beyond the machine's noise.
 func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
-	wrkPath, err := exec.LookPath("wrk")
-	if err != nil {
-		return Table{}, fmt.Errorf("wrk not found: apt-get install wrk (scripts/services.sh does): %w", err)
-	}
-	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
-	}
-	child, err := Start(ctx, o.Binary, cfg, nil, "all")
+	w, err := startWrkChild(ctx, e, o, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	defer child.Stop()
-	base := "http://" + child.Addr
+	defer w.close()
+	cfg, base, child := w.cfg, w.base, w.Child
 	open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, nil)
 	if err != nil {
 		return Table{}, err
@@ -56,16 +44,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	dir, err := os.MkdirTemp("", "seckill-bench-wrk")
-	if err != nil {
-		return Table{}, err
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "buy.lua")
-	tokens, withTickets := filepath.Join(dir, "tokens.txt"), filepath.Join(dir, "tickets.txt")
-	if err := os.WriteFile(script, wrk.Script, 0o644); err != nil {
-		return Table{}, err
-	}
+	tokens, withTickets := w.file("tokens.txt"), w.file("tickets.txt")
 	for _, f := range []struct {
 		path string
 		sale int64
@@ -80,7 +59,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		path string
 		sale int64
 	}{{tokens, soldOut}, {withTickets, ticketed}} {
-		if _, err := runWrk(ctx, wrkPath, script, base, f.path, f.sale, "buy", o.Clients, time.Second); err != nil {
+		if _, err := w.run(ctx, f.path, f.sale, "buy", o.Clients, time.Second); err != nil {
 			return Table{}, err
 		}
 	}
@@ -105,7 +84,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			i := (k + round) % len(contenders)
 			c := contenders[i]
 			cpu0, services0 := child.CPU(), serviceCPU()
-			r, err := runWrk(ctx, wrkPath, script, base, c.tokens, c.sale, c.route, o.Clients, o.Duration/rounds)
+			r, err := w.run(ctx, c.tokens, c.sale, c.route, o.Clients, o.Duration/rounds)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", c.name, err)
 			}

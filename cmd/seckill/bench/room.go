@@ -3,13 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
-	"github.com/seckill/seckill/scripts/wrk"
 )
 
 // roomCase measures the waiting room against a `seckill all` child: what
@@ -19,21 +15,12 @@ import (
 // second, each buying with its pass): the rate measured, the queue
 // frames' gap at the watchers, the waits and the fairness figures.
 func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
-	wrkPath, err := exec.LookPath("wrk")
-	if err != nil {
-		return Table{}, fmt.Errorf("wrk not found: apt-get install wrk (scripts/services.sh does): %w", err)
-	}
-	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
-	}
-	child, err := Start(ctx, o.Binary, cfg, nil, "all")
+	w, err := startWrkChild(ctx, e, o, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	defer child.Stop()
-	base := "http://" + child.Addr
+	defer w.close()
+	cfg, base, child := w.cfg, w.base, w.Child
 
 	// Each without a room and with one that lets everyone in at once, so
 	// that every buy of the latter carries a pass: stock left, sold out.
@@ -47,26 +34,17 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			return Table{}, err
 		}
 	}
-	dir, err := os.MkdirTemp("", "seckill-bench-room")
-	if err != nil {
-		return Table{}, err
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "buy.lua")
-	if err := os.WriteFile(script, wrk.Script, 0o644); err != nil {
-		return Table{}, err
-	}
 	const users = 2000
 	tokens := make([]string, len(sales))
 	for i, sale := range sales {
-		tokens[i] = filepath.Join(dir, fmt.Sprintf("tokens-%d.txt", i))
+		tokens[i] = w.file(fmt.Sprintf("tokens-%d.txt", i))
 		if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.JWTSecret, SaleID: sale}, tokens[i]); err != nil {
 			return Table{}, err
 		}
 	}
 	// Sell the sold-out sales' one unit each.
 	for _, i := range []int{2, 3} {
-		if _, err := runWrk(ctx, wrkPath, script, base, tokens[i], sales[i], "buy", o.Clients, time.Second); err != nil {
+		if _, err := w.run(ctx, tokens[i], sales[i], "buy", o.Clients, time.Second); err != nil {
 			return Table{}, err
 		}
 	}
@@ -79,7 +57,7 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		for k := range sales {
 			i := (k + round) % len(sales)
 			cpu0 := child.CPU()
-			r, err := runWrk(ctx, wrkPath, script, base, tokens[i], sales[i], "buy", o.Clients, o.Duration/rounds)
+			r, err := w.run(ctx, tokens[i], sales[i], "buy", o.Clients, o.Duration/rounds)
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", names[i], err)
 			}
