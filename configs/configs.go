@@ -130,10 +130,7 @@ type Config struct {
 	// RelayLinger is how long the relay waits for more of a sale's outbox
 	// before it publishes a read smaller than relay_batch (fewer, fuller
 	// messages and confirms: the broker's work is per message); 0: none.
-	RelayLinger time.Duration `koanf:"relay_linger"`
-	// RelayLines sends order messages as event lines rather than JSON; turn
-	// it on once every worker runs a release that reads them.
-	RelayLines        bool          `koanf:"relay_lines"`
+	RelayLinger       time.Duration `koanf:"relay_linger"`
 	WorkerBatch       int           `koanf:"worker_batch"`
 	WorkerFlush       time.Duration `koanf:"worker_flush"`
 	WorkerPrefetch    int           `koanf:"worker_prefetch"`

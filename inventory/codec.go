@@ -124,20 +124,6 @@ func EncodeOutbox(evs []seckill.Event) map[string]any {
 	return map[string]any{outboxField: strings.Join(lines, "\n")}
 }
 
-// OutboxLines is an outbox entry's event lines as buy.lua wrote them (see
-// EncodeOutbox), the body of the relay's messages; DecodeOutboxLines reads
-// them back.
-func OutboxLines(values map[string]any) string {
-	s, _ := values[outboxField].(string)
-	return s
-}
-
-// DecodeOutboxLines reads event lines (OutboxLines, several entries' joined
-// by newlines) as the events they carry.
-func DecodeOutboxLines(lines string) ([]seckill.Event, error) {
-	return DecodeOutbox(map[string]any{outboxField: lines})
-}
-
 // DecodeOutbox reads the fields of an outbox stream entry (see
 // EncodeOutbox) as the events it carries.
 func DecodeOutbox(values map[string]any) ([]seckill.Event, error) {

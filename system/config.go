@@ -81,7 +81,7 @@ func WorkerConfig(c configs.Config) worker.Config {
 
 // RelayConfig is the outbox relay's.
 func RelayConfig(c configs.Config) worker.RelayConfig {
-	return worker.RelayConfig{Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Linger: c.RelayLinger, Lines: c.RelayLines, Lookback: keep(c)}
+	return worker.RelayConfig{Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Linger: c.RelayLinger, Lookback: keep(c)}
 }
 
 // ReconcilerConfig is the reconciler's, asking b where missing orders are.

@@ -49,10 +49,6 @@ type RelayConfig struct {
 	// Linger is how long a read smaller than Batch waits for more entries
 	// before it is published: fewer, fuller messages; 0: none.
 	Linger time.Duration
-	// Lines sends messages as buy.lua's event lines rather than their JSON
-	// (about half the bytes); only workers of this release read them, so a
-	// deployment turns it on once every worker runs it.
-	Lines bool
 	// Lookback is how long after its end a sale's outbox is still read.
 	Lookback time.Duration
 	// Poll is how often the list of live sales is refreshed.
@@ -345,7 +341,7 @@ func isNoGroup(err error) bool {
 // removes from the stream those the broker confirmed.
 func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error {
 	start := time.Now()
-	packed := pack(entries, s.cfg.Pack, s.cfg.Lines)
+	packed := pack(entries, s.cfg.Pack)
 	msgs := make([]bus.Message, len(packed))
 	for i, m := range packed {
 		msgs[i] = bus.Message{ID: m.ids[0], Body: m.body}
@@ -401,25 +397,20 @@ type message struct {
 	traces []string
 }
 
-// pack turns outbox entries into messages of about size events each: a
-// message holds whole entries (an entry is one buy call's orders), as a
-// JSON array of events or, with lines, their event lines as buy.lua wrote
-// them (about half the bytes), and is closed once it has size events or
-// more. An entry that does not parse is sent alone, as its JSON, so the
-// worker dead-letters it without holding up its neighbours.
-func pack(entries []redis.XMessage, size int, lines bool) []message {
+// pack turns outbox entries into messages of about size events each, as
+// a JSON array: a message holds whole entries (an entry is one buy call's
+// orders) and is closed once it has size events or more. An entry that
+// does not parse is sent alone, as it is, so the worker dead-letters it
+// without holding up its neighbours.
+func pack(entries []redis.XMessage, size int) []message {
 	var out []message
-	var body []byte
 	var evs []seckill.Event
-	n := 0
 	var ids, traces []string
 	flush := func() {
-		if n > 0 {
-			if !lines {
-				body, _ = json.Marshal(evs)
-			}
-			out = append(out, message{body: body, ids: ids, events: n, traces: traces})
-			body, evs, n, ids, traces = nil, nil, 0, nil, nil
+		if len(evs) > 0 {
+			body, _ := json.Marshal(evs)
+			out = append(out, message{body: body, ids: ids, events: len(evs), traces: traces})
+			evs, ids, traces = nil, nil, nil
 		}
 	}
 	for _, e := range entries {
@@ -433,20 +424,12 @@ func pack(entries []redis.XMessage, size int, lines bool) []message {
 			out = append(out, message{body: body, ids: []string{e.ID}, events: 1})
 			continue
 		}
-		if lines {
-			if len(body) > 0 {
-				body = append(body, '\n')
-			}
-			body = append(body, inventory.OutboxLines(e.Values)...)
-		} else {
-			evs = append(evs, es...)
-		}
-		n += len(es)
+		evs = append(evs, es...)
 		ids = append(ids, e.ID)
 		if tp, _ := e.Values[inventory.OutboxTraceField].(string); tp != "" {
 			traces = append(traces, tp)
 		}
-		if n >= size {
+		if len(evs) >= size {
 			flush()
 		}
 	}

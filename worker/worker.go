@@ -23,7 +23,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/internal/tracing"
-	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -163,13 +162,9 @@ func (w *Worker) consumeOrders(ctx, work context.Context, s bus.Subscription) er
 }
 
 // approxEvents guesses how many events a message carries without decoding
-// it: its lines, or in the JSON of earlier relays the order ids, at least
-// one.
+// it: the number of order ids in it, at least one.
 func approxEvents(body []byte) int {
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && (b[0] == '[' || b[0] == '{') {
-		return max(1, bytes.Count(body, []byte(`"order_id"`)))
-	}
-	return bytes.Count(body, []byte{'\n'}) + 1 // event lines
+	return max(1, bytes.Count(body, []byte(`"order_id"`)))
 }
 
 // processOrders writes a batch: malformed messages are dead-lettered, the
@@ -309,21 +304,17 @@ func (w *Worker) retry(ctx context.Context, what string, fn func() error) error 
 	}
 }
 
-// DecodeEvents reads a message body strictly: event lines as the relay
-// packs them (inventory.OutboxLines), or, as relays before them did, one
-// event or a JSON array of them. Any error makes the whole message
+// DecodeEvents reads a message body strictly: one event, or a JSON array
+// of them as the relay packs them. Any error makes the whole message
 // malformed.
 func DecodeEvents(body []byte) ([]seckill.Event, error) {
 	var evs []seckill.Event
 	var err error
-	switch b := bytes.TrimLeft(body, " \t\r\n"); {
-	case len(b) > 0 && b[0] == '[':
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
 		err = strictJSON(body, &evs)
-	case len(b) > 0 && b[0] == '{':
+	} else {
 		evs = make([]seckill.Event, 1)
 		err = strictJSON(body, &evs[0])
-	default:
-		evs, err = inventory.DecodeOutboxLines(string(body))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("malformed event: %w", err)
