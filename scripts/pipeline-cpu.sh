@@ -14,6 +14,7 @@
 # relay's publish calls and the worker's transactions (from /metrics).
 set -euo pipefail
 bin=${SECKILL_BIN:-bin/seckill}
+unset SECKILL_BIN # the child refuses settings it does not know
 pfx=cpu$RANDOM
 http=127.0.0.1:18093 ops=127.0.0.1:19093
 export SECKILL_HTTP_ADDR=$http SECKILL_OPS_ADDR=$ops SECKILL_REDIS_PREFIX=$pfx SECKILL_AMQP_PREFIX=$pfx \
@@ -31,7 +32,10 @@ trap cleanup EXIT
 
 env "$@" "$bin" all >/tmp/pipeline-cpu-$pfx.log 2>&1 &
 pid=$!
-until curl -sf "http://$http/readyz" >/dev/null; do sleep 0.2; done
+until curl -sf "http://$http/readyz" >/dev/null; do
+  kill -0 "$pid" 2>/dev/null || { cat "/tmp/pipeline-cpu-$pfx.log"; exit 1; }
+  sleep 0.2
+done
 [[ -n ${SQL:-} ]] && mariadb -uroot "seckill_$pfx" -e "$SQL"
 
 # ticks: user+system clock ticks of every process named $1.
