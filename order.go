@@ -30,7 +30,7 @@ type Reason string
 const (
 	ReasonInitial Reason = "initial"
 	ReasonRestock Reason = "restock"
-	ReasonSale    Reason = "sale"
+	ReasonSale    Reason = "sale" // the orders themselves: no row of its own (migration 00008)
 	ReasonCancel  Reason = "cancel"
 )
 

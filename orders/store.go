@@ -233,11 +233,10 @@ const maxRowsPerInsert = 1000
 const insertOrdersHead = `INSERT INTO orders
 (id, sale_id, user_id, request_id, qty, unit_price_cents, amount_cents, status, created_at, expires_at, persisted_at) VALUES `
 
-const insertMovementsHead = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES `
-
-// InsertOrders writes orders and their sale movements with multi-row
-// INSERTs. Orders already present are left as they are, so a redelivered
-// event is a no-op. Run it in InTx to write a batch atomically.
+// InsertOrders writes orders with multi-row INSERTs; each is its sale's
+// stock movement of -qty (see Totals), so no movement row is written.
+// Orders already present are left as they are, so a redelivered event is
+// a no-op. Run it in InTx to write a batch atomically.
 func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 	for len(os) > 0 {
 		n := min(len(os), maxRowsPerInsert)
@@ -257,21 +256,6 @@ func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
 			return failed(fmt.Sprintf("insert %d orders", n), err)
-		}
-
-		b.Reset()
-		args = args[:0]
-		b.WriteString(insertMovementsHead)
-		for i, o := range chunk {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("(?,?,?,?,?)")
-			args = append(args, o.SaleID, o.ID, -o.Qty, seckill.ReasonSale, o.CreatedAt.UTC())
-		}
-		b.WriteString(s.dialect.skipDuplicates)
-		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
-			return failed(fmt.Sprintf("insert %d movements", n), err)
 		}
 	}
 	return nil
@@ -395,9 +379,15 @@ func (s *Store) SaleOrders(ctx context.Context, sale int64) ([]seckill.Order, er
 
 const selectOrderSums = `SELECT status, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS units FROM orders WHERE sale_id = ? GROUP BY status`
 
-const selectMovementSums = `SELECT reason, COALESCE(SUM(delta), 0) AS units FROM stock_movements WHERE sale_id = ? GROUP BY reason`
+// selectMovementSums leaves out reason 'sale': an order is its own sale
+// movement, and such rows are only what a worker of a release before
+// migration 00008 wrote during an upgrade.
+const selectMovementSums = `SELECT reason, COALESCE(SUM(delta), 0) AS units FROM stock_movements
+WHERE sale_id = ? AND reason <> 'sale' GROUP BY reason`
 
-// Totals returns the sums of a sale's orders and movements.
+// Totals returns the sums of a sale's orders and movements. The sale
+// movements are the orders: Movements[ReasonSale] is minus the units of
+// every order, cancelled or not (a cancel is a movement of its own).
 func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) {
 	sl, err := s.Sale(ctx, sale)
 	if err != nil {
@@ -416,6 +406,7 @@ func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) 
 	}
 	for _, r := range os {
 		t.Orders[seckill.OrderStatus(r.Status)], t.Units[seckill.OrderStatus(r.Status)] = r.N, r.Units
+		t.Movements[seckill.ReasonSale] -= r.Units
 	}
 	var ms []struct {
 		Reason string `db:"reason"`

@@ -1,0 +1,86 @@
+package orders_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/system/servertest"
+)
+
+// An order is its sale's stock movement (migration 00008): the sums come
+// out the same across the upgrade, whatever sale rows an earlier release
+// wrote before it or during it.
+func TestOrderIsItsSaleMovementAcrossTheUpgrade(t *testing.T) {
+	servertest.EachLedger(t, testOrderIsItsSaleMovement)
+}
+
+func testOrderIsItsSaleMovement(t *testing.T, db *sqlx.DB) {
+	ctx := context.Background()
+	ledger := orders.NewStore(db)
+	sl := ledgerSale(t, ledger) // 50 units
+	order := func(qty int64, rid string) seckill.Order {
+		e := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "u", Qty: qty, PriceCents: 100,
+			RequestID: rid, At: time.Now().UnixMilli()}
+		return e.Order(time.Minute, time.Now())
+	}
+	insert := func(os ...seckill.Order) {
+		t.Helper()
+		if err := ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An earlier release wrote a sale row beside each order.
+	oldStyle := func(o seckill.Order) {
+		t.Helper()
+		insert(o)
+		_, err := db.Exec(db.Rebind(`INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES (?, ?, ?, 'sale', ?)`),
+			o.SaleID, o.ID, -o.Qty, o.CreatedAt.UTC())
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, sold, available, saleRows int64) {
+		t.Helper()
+		led, err := ledger.Totals(ctx, sl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows int64
+		if err := db.Get(&rows, db.Rebind(`SELECT COUNT(*) FROM stock_movements WHERE sale_id = ? AND reason = 'sale'`), sl.ID); err != nil {
+			t.Fatal(err)
+		}
+		if led.Sold() != sold || led.Available() != available || led.Available() != led.Total-led.Sold() || rows != saleRows {
+			t.Errorf("%s: sold %d, available %d (total %d), %d sale rows; want %d, %d, %d rows",
+				when, led.Sold(), led.Available(), led.Total, rows, sold, available, saleRows)
+		}
+	}
+
+	a, b, c := order(1, "r-a"), order(2, "r-b"), order(3, "r-c")
+	insert(a, b, c)
+	if _, err := ledger.Cancel(ctx, b.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	check("written as one row per order", 4, 46, 0)
+
+	if err := orders.MigrateDown(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("schema back before 00008 (a sale row per order again)", 4, 46, 3)
+	d := order(4, "r-d")
+	oldStyle(d)
+	check("an earlier release's worker at that schema", 8, 42, 4)
+
+	if _, err := orders.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("migrated", 8, 42, 0)
+	e := order(5, "r-e")
+	oldStyle(e) // an earlier release's worker still running during the upgrade
+	insert(e)   // and its redelivery to a new one
+	check("an earlier release's worker after it", 13, 37, 1)
+}
