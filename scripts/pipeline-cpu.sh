@@ -47,5 +47,6 @@ orders=$(grep -E '^ *accepted ' <<<"$out" | grep -oE '[0-9]+ orders' | grep -oE 
 hz=$(getconf CLK_TCK)
 awk -v o="$orders" -v b=$((b1 - b0)) -v m=$((m1 - m0)) -v hz="$hz" 'BEGIN {
   printf "orders accepted %d; RabbitMQ %.1f µs/order, MariaDB %.1f µs/order\n", o, b * 1e6 / hz / o, m * 1e6 / hz / o }'
-curl -s "http://$ops/metrics" | grep -E '^seckill_(relay_batch_seconds_count|worker_batch_size_count) ' |
-  sed 's/seckill_relay_batch_seconds_count/relay publish calls/; s/seckill_worker_batch_size_count/worker transactions/'
+curl -s "http://$ops/metrics" | grep -E '^seckill_(relay_batch_seconds_count|worker_batch_size_count|messages_published_total)' |
+  sed 's/seckill_relay_batch_seconds_count/relay publish calls/; s/seckill_worker_batch_size_count/worker transactions/;
+    s/seckill_messages_published_total{queue="\(.*\)"}/messages published to \1/'

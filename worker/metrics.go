@@ -10,6 +10,7 @@ type Metrics struct {
 	relayPublished prometheus.Counter
 	relayClaimed   prometheus.Counter
 	relayBatch     prometheus.Histogram
+	messages       *prometheus.CounterVec
 	persisted      prometheus.Counter
 	batchSize      prometheus.Histogram
 	commit         prometheus.Histogram
@@ -40,6 +41,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "seckill_relay_batch_seconds", Help: "Time to publish one outbox batch and get its confirms.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_messages_published_total",
+			Help: "Messages confirmed by the broker, by queue: orders from the relay, timeouts from the worker (RabbitMQ's work goes with these, not with the orders in them).",
+		}, []string{"queue"}),
 		persisted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to the ledger (duplicates included).",
 		}),
@@ -86,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "seckill_production", Help: "1 when the process runs with env: production.",
 		}),
 	}
-	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.persisted, m.batchSize, m.commit,
+	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.messages, m.persisted, m.batchSize, m.commit,
 		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled,
 		m.waitTimeouts, m.redisPersistent, m.production)
 	return m

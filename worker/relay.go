@@ -366,6 +366,7 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 			return err
 		}
 		s.metrics.relayPublished.Add(float64(events))
+		s.metrics.messages.WithLabelValues(bus.Orders).Add(float64(n))
 		s.metrics.relayBatch.Observe(time.Since(start).Seconds())
 	}
 	return failed

@@ -390,7 +390,11 @@ func DecodeTimeout(body []byte) (TimeoutMessage, error) {
 // when their payment window has passed, and waits for the broker's
 // confirm; the orders' messages are acknowledged only after.
 func (w *Worker) scheduleTimeouts(ctx context.Context, os []seckill.Order) error {
-	return ScheduleTimeouts(ctx, w.bus, os, w.cfg.Window)
+	if err := ScheduleTimeouts(ctx, w.bus, os, w.cfg.Window); err != nil {
+		return err
+	}
+	w.metrics.messages.WithLabelValues(bus.Timeouts).Inc()
+	return nil
 }
 
 // ScheduleTimeouts sends the timeout message of orders, delivered after
