@@ -348,8 +348,12 @@ func (c *Config) complete() error {
 	if c.SoldOutRecheck < 0 {
 		bad("sold_out_recheck", "must be 0 (fast path off) or positive")
 	}
-	if c.RelayBatch < 1 || c.WorkerBatch < 1 || c.WorkerPrefetch < c.WorkerBatch {
-		bad("worker_prefetch", "relay_batch and worker_batch must be positive and worker_prefetch at least worker_batch")
+	if c.RelayBatch < 1 || c.WorkerBatch < 1 {
+		bad("worker_batch", "relay_batch and worker_batch must be positive")
+	}
+	// Messages, each of up to relay_pack events: a full batch can be in flight.
+	if c.WorkerPrefetch < 1 || c.WorkerPrefetch > 65535 || c.WorkerPrefetch*max(1, c.RelayPack) < c.WorkerBatch {
+		bad("worker_prefetch", "must be 1..65535 messages, and worker_prefetch × relay_pack at least worker_batch")
 	}
 	if c.RelayLinger < 0 || c.RelayLinger > time.Second {
 		bad("relay_linger", "must be 0 to 1s")

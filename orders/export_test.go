@@ -6,12 +6,12 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// MigrateDown undoes the newest applied migration (for upgrade tests).
-func MigrateDown(ctx context.Context, db *sqlx.DB) error {
+// MigrateDownTo undoes the migrations after version (for upgrade tests).
+func MigrateDownTo(ctx context.Context, db *sqlx.DB, version int64) error {
 	p, err := provider(db)
 	if err != nil {
 		return err
 	}
-	_, err = p.Down(ctx)
+	_, err = p.DownTo(ctx, version)
 	return err
 }

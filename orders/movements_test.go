@@ -44,19 +44,28 @@ func testOrderIsItsSaleMovement(t *testing.T, db *sqlx.DB) {
 			t.Fatal(err)
 		}
 	}
-	check := func(when string, sold, available, saleRows int64) {
+	// check compares the ledger's sums with sold and available, and counts
+	// the sale rows; at a schema before 00008, the sum of every movement
+	// (what an earlier release's Totals reads) must be available too.
+	check := func(when string, sold, available, saleRows int64, before00008 bool) {
 		t.Helper()
 		led, err := ledger.Totals(ctx, sl.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rows int64
+		var rows, sum int64
 		if err := db.Get(&rows, db.Rebind(`SELECT COUNT(*) FROM stock_movements WHERE sale_id = ? AND reason = 'sale'`), sl.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Get(&sum, db.Rebind(`SELECT SUM(delta) FROM stock_movements WHERE sale_id = ?`), sl.ID); err != nil {
 			t.Fatal(err)
 		}
 		if led.Sold() != sold || led.Available() != available || led.Available() != led.Total-led.Sold() || rows != saleRows {
 			t.Errorf("%s: sold %d, available %d (total %d), %d sale rows; want %d, %d, %d rows",
 				when, led.Sold(), led.Available(), led.Total, rows, sold, available, saleRows)
+		}
+		if before00008 && sum != available {
+			t.Errorf("%s: the movements sum to %d, an earlier release would read that as available (%d)", when, sum, available)
 		}
 	}
 
@@ -65,22 +74,35 @@ func testOrderIsItsSaleMovement(t *testing.T, db *sqlx.DB) {
 	if _, err := ledger.Cancel(ctx, b.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	check("written as one row per order", 4, 46, 0)
+	check("written as one row per order", 4, 46, 0, false)
 
-	if err := orders.MigrateDown(ctx, db); err != nil {
-		t.Fatal(err)
+	down := func() {
+		t.Helper()
+		if err := orders.MigrateDownTo(ctx, db, 7); err != nil {
+			t.Fatal(err)
+		}
 	}
-	check("schema back before 00008 (a sale row per order again)", 4, 46, 3)
+	down()
+	check("schema back before 00008 (a sale row per order again)", 4, 46, 3, true)
 	d := order(4, "r-d")
 	oldStyle(d)
-	check("an earlier release's worker at that schema", 8, 42, 4)
+	check("an earlier release's worker at that schema", 8, 42, 4, true)
 
 	if _, err := orders.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	check("migrated", 8, 42, 0)
+	check("migrated (the earlier sale rows kept, left out of the sums)", 8, 42, 4, false)
 	e := order(5, "r-e")
-	oldStyle(e) // an earlier release's worker still running during the upgrade
+	oldStyle(e) // an earlier release's worker still running
 	insert(e)   // and its redelivery to a new one
-	check("an earlier release's worker after it", 13, 37, 1)
+	g := order(1, "r-g")
+	insert(g)
+	check("an earlier release's worker and this one's", 14, 36, 5, false)
+
+	down() // with sale rows of its own to keep: it adds only the missing one
+	check("back before 00008 again", 14, 36, 6, true)
+	if _, err := orders.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("migrated again", 14, 36, 6, false)
 }

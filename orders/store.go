@@ -380,8 +380,7 @@ func (s *Store) SaleOrders(ctx context.Context, sale int64) ([]seckill.Order, er
 const selectOrderSums = `SELECT status, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS units FROM orders WHERE sale_id = ? GROUP BY status`
 
 // selectMovementSums leaves out reason 'sale': an order is its own sale
-// movement, and such rows are only what a worker of a release before
-// migration 00008 wrote during an upgrade.
+// movement, and such rows are what releases before migration 00008 wrote.
 const selectMovementSums = `SELECT reason, COALESCE(SUM(delta), 0) AS units FROM stock_movements
 WHERE sale_id = ? AND reason <> 'sale' GROUP BY reason`
 

@@ -60,7 +60,8 @@ func (s *Service) unpersisted(ctx context.Context, id, user string) (seckill.Ord
 }
 
 // persistWait bounds how long paying an order waits for the worker to
-// write it; the pipeline normally takes milliseconds.
+// write it; the pipeline normally takes tens of milliseconds (the relay
+// lingers up to relay_linger for fuller messages).
 const persistWait = 3 * time.Second
 
 // Pay marks one of user's orders paid, if its payment window is open.

@@ -43,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_messages_published_total",
-			Help: "Messages confirmed by the broker, by queue: orders from the relay, timeouts from the worker (RabbitMQ's work goes with these, not with the orders in them).",
+			Help: "Messages confirmed by the broker, by queue: orders from the relay, timeouts the worker schedules for the orders it commits (RabbitMQ's work goes mostly with these, not with the orders in them).",
 		}, []string{"queue"}),
 		persisted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to the ledger (duplicates included).",
