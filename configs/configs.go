@@ -351,15 +351,17 @@ func (c *Config) complete() error {
 	if c.RelayBatch < 1 || c.WorkerBatch < 1 {
 		bad("worker_batch", "relay_batch and worker_batch must be positive")
 	}
-	// Messages, each of up to relay_pack events: a full batch can be in flight.
-	if c.WorkerPrefetch < 1 || c.WorkerPrefetch > 65535 || c.WorkerPrefetch*max(1, c.RelayPack) < c.WorkerBatch {
-		bad("worker_prefetch", "must be 1..65535 messages, and worker_prefetch × relay_pack at least worker_batch")
-	}
 	if c.RelayLinger < 0 || c.RelayLinger > time.Second {
 		bad("relay_linger", "must be 0 to 1s")
 	}
 	if c.RelayPack < 1 || c.RelayPack > 1000 {
 		bad("relay_pack", "must be 1..1000")
+	}
+	// Messages, each of up to relay_pack events: a full batch can be in
+	// flight. Both bounded first, so the product cannot overflow.
+	if c.WorkerPrefetch < 1 || c.WorkerPrefetch > 65535 ||
+		(c.RelayPack >= 1 && c.RelayPack <= 1000 && c.WorkerPrefetch*c.RelayPack < c.WorkerBatch) {
+		bad("worker_prefetch", "must be 1..65535 messages, and worker_prefetch × relay_pack at least worker_batch")
 	}
 	if c.RelayClaimIdle < 100*time.Millisecond {
 		bad("relay_claim_idle", "must be at least 100ms")

@@ -83,6 +83,9 @@ func TestInvalidConfigNamesTheSetting(t *testing.T) {
 		{"SECKILL_PUBLIC_URL=ftp://x", "SECKILL_PUBLIC_URL"},
 		{"SECKILL_SMTP_ADDR=nowhere", "SECKILL_SMTP_ADDR"},
 		{"SECKILL_RATE_SIGNUP_PER_IP=-1", "SECKILL_RATE_SIGNUP_PER_IP"},
+		{"SECKILL_WORKER_PREFETCH=0", "SECKILL_WORKER_PREFETCH"},
+		{"SECKILL_RELAY_PACK=1", "SECKILL_WORKER_PREFETCH"}, // 64 messages of 1 event < worker_batch 500
+		{"SECKILL_RELAY_PACK=9223372036854775807", "SECKILL_RELAY_PACK"},
 	}
 	for _, tc := range tests {
 		_, err := configs.Load([]string{tc.env})

@@ -21,7 +21,7 @@ func url() string {
 }
 
 // open returns a bus with names of its own on the local RabbitMQ.
-func open(t *testing.T, queueType string) bus.Bus {
+func open(t testing.TB, queueType string) bus.Bus {
 	t.Helper()
 	id := make([]byte, 5)
 	_, _ = rand.Read(id)
