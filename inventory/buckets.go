@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/lua"
 )
 
 // Hot-sale buckets. One sale is one hash slot, so one hot sale is bounded
@@ -30,6 +30,16 @@ import (
 // have units, units are moved over (move.lua, then accept.lua) and the
 // request is decided again; sold_out is answered only when every part is
 // empty. A rebalancer evens the parts out in the background.
+
+// Part is one stock part of a sale: its sale id and its hash tag.
+type Part struct {
+	Sale int64
+	Tag  string
+}
+
+// First is a sale's first part, the only one of a sale without buckets;
+// its stock hash also holds the tags of the others.
+func First(sale int64) Part { return Part{Sale: sale, Tag: strconv.FormatInt(sale, 10)} }
 
 // maxCachedSales bounds the cache of sales' parts.
 const maxCachedSales = 100_000
@@ -44,7 +54,7 @@ func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
 	if ok {
 		return parts, nil
 	}
-	v, err := s.rdb.HMGet(ctx, s.keys.Of(First(sale)).Stock(), "total", "tags").Result()
+	v, err := s.rdb.HMGet(ctx, s.partKeys(First(sale)).Stock(), "total", "tags").Result()
 	if err != nil {
 		return nil, failed(fmt.Sprintf("parts of sale %d", sale), err)
 	}
@@ -110,7 +120,7 @@ func tagList(parts []Part) string {
 // land on masters not used yet (while there are some), elsewhere n = 1..k-1.
 func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
 	parts := []Part{First(sale)}
-	cc, cluster := s.rdb.(*redis.ClusterClient)
+	cc, cluster := s.rdb.(*redis.ClusterClient) // placing needs the slot map
 	used := map[string]bool{}
 	var masters int
 	if cluster && k > 1 {
@@ -137,14 +147,14 @@ func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
 			}
 		}
 		masters = len(seen)
-		m, err := owner(s.keys.Of(First(sale)).Stock())
+		m, err := owner(s.partKeys(First(sale)).Stock())
 		if err != nil {
 			return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
 		}
 		used[m] = true
 		for n := 1; len(parts) < k && n < 10_000; n++ {
 			p := Part{Sale: sale, Tag: fmt.Sprintf("%d.%d", sale, n)}
-			m, err := owner(s.keys.Of(p).Stock())
+			m, err := owner(s.partKeys(p).Stock())
 			if err != nil {
 				return nil, fmt.Errorf("inventory: place sale %d: %w", sale, err)
 			}
@@ -201,7 +211,7 @@ func (s *Store) available(ctx context.Context, parts []Part) ([]int64, error) {
 	cmds := make([]*redis.StringCmd, len(parts))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range parts {
-			cmds[i] = p.HGet(ctx, s.keys.Of(part).Stock(), "available")
+			cmds[i] = p.HGet(ctx, s.partKeys(part).Stock(), "available")
 		}
 		return nil
 	})
@@ -224,18 +234,6 @@ func sum(xs []int64) int64 {
 		t += x
 	}
 	return t
-}
-
-// masterFor returns the client of the master that holds key (on a
-// cluster), or the client itself.
-func masterFor(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, key)
-	case *redis.Client:
-		return c, nil
-	}
-	return nil, fmt.Errorf("inventory: unsupported Redis client %T", rdb)
 }
 
 // reserveBuckets decides a batch for a sale with several parts: each
@@ -378,8 +376,8 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
-	src := s.keys.Of(from)
-	n, err := lua.Move.Run(ctx, s.rdb, []string{src.Stock(), src.Moves()}, id, to.Tag, units).Int64()
+	src := s.partKeys(from)
+	n, err := moveScript.Run(ctx, s.rdb, []string{src.Stock(), src.Moves()}, id, to.Tag, units).Int64()
 	if err != nil {
 		return 0, failed("move units from "+from.Tag, err)
 	}
@@ -399,9 +397,9 @@ func (s *Store) move(ctx context.Context, from, to Part, units int64) (int64, er
 // deliver puts the units of move id into part to (at most once) and then
 // forgets the move in part from.
 func (s *Store) deliver(ctx context.Context, from, to Part, id string, n int64) error {
-	dst := s.keys.Of(to)
+	dst := s.partKeys(to)
 	what := fmt.Sprintf("deliver move %s to %s", id, to.Tag)
-	reply, err := lua.Accept.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Text()
+	reply, err := acceptScript.Run(ctx, s.rdb, []string{dst.Stock(), dst.Arrived()}, id, n).Text()
 	if err != nil {
 		return failed(what, err)
 	}
@@ -412,7 +410,7 @@ func (s *Store) deliver(ctx context.Context, from, to Part, id string, n int64) 
 	if code == seckill.CodeOK {
 		s.saw(to, toInt(f[0]))
 	}
-	if err := s.rdb.HDel(ctx, s.keys.Of(from).Moves(), id).Err(); err != nil {
+	if err := s.rdb.HDel(ctx, s.partKeys(from).Moves(), id).Err(); err != nil {
 		return failed(what, err)
 	}
 	return nil
@@ -428,7 +426,7 @@ func (s *Store) Rebalance(ctx context.Context, sale int64) error {
 		return err
 	}
 	for _, from := range parts {
-		moves, err := s.rdb.HGetAll(ctx, s.keys.Of(from).Moves()).Result()
+		moves, err := s.rdb.HGetAll(ctx, s.partKeys(from).Moves()).Result()
 		if err != nil {
 			return failed(fmt.Sprintf("moves of sale %d", sale), err)
 		}

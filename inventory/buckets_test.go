@@ -47,7 +47,7 @@ func TestBucketsSellExactlyTheirTotal(t *testing.T) {
 	if cc, ok := e.rdb.(*redis.ClusterClient); ok {
 		masters := map[string]bool{}
 		for _, p := range parts {
-			m, err := cc.MasterForKey(ctx, e.keys.Of(p).Stock())
+			m, err := cc.MasterForKey(ctx, e.keys.Part(p.Tag).Stock())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,9 +157,9 @@ func TestBucketMoveSurvivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from := e.keys.Of(parts[0])
+	from := e.keys.Part(parts[0].Tag)
 	// The mover's first step, and then it dies.
-	n, err := lua.Move.Run(ctx, e.rdb, []string{from.Stock(), from.Moves()}, "crashed-move", parts[1].Tag, 20).Int64()
+	n, err := redis.NewScript(lua.Move).Run(ctx, e.rdb, []string{from.Stock(), from.Moves()}, "crashed-move", parts[1].Tag, 20).Int64()
 	if err != nil || n != 20 {
 		t.Fatalf("move: %d, %v", n, err)
 	}
@@ -177,8 +177,8 @@ func TestBucketMoveSurvivesACrash(t *testing.T) {
 		t.Fatalf("after the rebalance: %+v, %v", snap, err)
 	}
 	// Delivering the same move again changes nothing.
-	to := e.keys.Of(parts[1])
-	if r, err := lua.Accept.Run(ctx, e.rdb, []string{to.Stock(), to.Arrived()}, "crashed-move", 20).Text(); err != nil || !strings.HasSuffix(r, "|0") {
+	to := e.keys.Part(parts[1].Tag)
+	if r, err := redis.NewScript(lua.Accept).Run(ctx, e.rdb, []string{to.Stock(), to.Arrived()}, "crashed-move", 20).Text(); err != nil || !strings.HasSuffix(r, "|0") {
 		t.Errorf("a second delivery: %q, %v; want it refused as delivered before", r, err)
 	}
 	if st := e.stock(t, sale); st.Total != 90 || st.Available != 90 {

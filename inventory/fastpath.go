@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
 )
 
 // FastPath answers buys of a sale this process knows to be sold out (or
@@ -138,7 +139,7 @@ func (f *FastPath) Run(ctx context.Context) {
 // status changes (announced by any process) until ctx ends; caughtUp runs
 // whenever the subscription is (re)made, for what was missed meanwhile.
 func (s *Store) FollowChanges(ctx context.Context, caughtUp func(), changed func(sale int64)) {
-	Follow(ctx, s.rdb, s.keys.StockChanged(), func(context.Context) error { caughtUp(); return nil }, func(payload string) {
+	rdb.Follow(ctx, s.rdb, s.keys.StockChanged(), func(context.Context) error { caughtUp(); return nil }, func(payload string) {
 		if sale, err := strconv.ParseInt(payload, 10, 64); err == nil {
 			changed(sale)
 		}

@@ -22,8 +22,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/tracing"
-	"github.com/seckill/seckill/lua"
 )
 
 // Reserver decides a batch of buys for one sale: the store itself, or a
@@ -50,9 +50,10 @@ type Config struct {
 // Store runs the stock scripts against Redis (one server, a Sentinel set
 // or a cluster).
 type Store struct {
-	rdb  redis.UniversalClient
-	keys Keys
-	cfg  Config
+	rdb      rdb.Client
+	keys     rdb.Keys
+	replicas rdb.Replicas
+	cfg      Config
 
 	mu    sync.Mutex
 	parts map[int64][]Part // each sale's parts, fixed at its creation
@@ -60,24 +61,24 @@ type Store struct {
 }
 
 // New returns a Store on rdb.
-func New(rdb redis.UniversalClient, cfg Config) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(cfg.Prefix), cfg: cfg, parts: map[int64][]Part{}, seen: map[Part]int64{}}
+func New(c rdb.Client, cfg Config) *Store {
+	return &Store{
+		rdb: c, keys: rdb.NewKeys(cfg.Prefix), cfg: cfg, parts: map[int64][]Part{}, seen: map[Part]int64{},
+		replicas: rdb.Replicas{N: cfg.WaitReplicas, Timeout: cfg.WaitTimeout, OnTimeout: cfg.OnWaitTimeout},
+	}
 }
 
-// Keys returns the key builder of the store.
-func (s *Store) Keys() Keys { return s.keys }
+// partKeys names the keys of part p.
+func (s *Store) partKeys(p Part) rdb.PartKeys { return s.keys.Part(p.Tag) }
 
-// ErrNotDurable means a buy call was decided by the master but its
-// replicas did not confirm having it in time: if the master failed now,
-// the decision could be lost. Nothing is answered for it; a retry with the
-// same request ids returns the decision if it survived, or decides again.
-var ErrNotDurable = fmt.Errorf("%w: decision not confirmed by the replicas", seckill.ErrUnavailable)
+// Keys returns the key builder of the store.
+func (s *Store) Keys() rdb.Keys { return s.keys }
 
 // failed wraps an error of Redis doing op, marked seckill.ErrUnavailable
 // when trying again may get past it (a connection refused or lost, a
 // timeout, a failover in progress).
 func failed(op string, err error) error {
-	if transient(err) {
+	if rdb.Transient(err) {
 		return fmt.Errorf("inventory: %s: %w: %w", op, seckill.ErrUnavailable, err)
 	}
 	return fmt.Errorf("inventory: %s: %w", op, err)
@@ -134,7 +135,7 @@ func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode str
 		defer span.End()
 		args = append(args, tracing.Traceparent(ctx))
 	}
-	k := s.keys.Of(p)
+	k := s.partKeys(p)
 	reply, err := s.runBuy(ctx, []string{k.Stock(), k.Buyers(), k.Reqs(), k.Outbox(), k.Orders()}, args)
 	if err != nil {
 		return seckill.Decision{}, failed(fmt.Sprintf("buy sale %d (part %s)", p.Sale, p.Tag), err)
@@ -146,114 +147,27 @@ func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode str
 	return d, nil
 }
 
-// runBuy runs buy.lua, and with replicas awaited, WAIT right after it on
-// the same connection (pipelined: one round trip), on the master that
-// holds the keys.
+// runBuy runs buy.lua on the master that holds the keys and, with
+// replicas awaited, answers once they have its decision (rdb.Replicas).
 func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, error) {
-	if s.cfg.WaitReplicas <= 0 {
-		return lua.Buy.Run(ctx, s.rdb, keys, args...).Text()
+	reply, err := s.replicas.Run(ctx, s.rdb, buyScript, keys, args...)
+	if err != nil {
+		return "", err
 	}
-	var reply string
-	err := s.onMaster(ctx, keys[0], func(node *redis.Client) error {
-		var buy, wait *redis.Cmd
-		pipe := func() error {
-			_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-				buy = lua.Buy.EvalSha(ctx, p, keys, args...)
-				wait = p.Do(ctx, "WAIT", s.cfg.WaitReplicas, s.cfg.WaitTimeout.Milliseconds())
-				return nil
-			})
-			return err
-		}
-		err := pipe()
-		if redis.HasErrorPrefix(buy.Err(), "NOSCRIPT") {
-			// A pipeline cannot fall back to EVAL: load the script and try
-			// again (nothing ran).
-			if err := lua.Buy.Load(ctx, node).Err(); err != nil {
-				return err
-			}
-			err = pipe()
-		}
-		if err := buy.Err(); err != nil {
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.replicated(wait); err != nil {
-			return err
-		}
-		reply, err = buy.Text()
-		return err
-	})
-	return reply, err
-}
-
-// replicated checks the answer of a WAIT for the replicas awaited.
-func (s *Store) replicated(wait *redis.Cmd) error {
-	if n, _ := wait.Int64(); n < int64(s.cfg.WaitReplicas) {
-		if s.cfg.OnWaitTimeout != nil {
-			s.cfg.OnWaitTimeout()
-		}
-		return fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, n, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
-	}
-	return nil
-}
-
-// onMaster runs fn with the client of the master that holds key. A
-// cluster's master may have changed (a failover): when the node answers
-// that the slot moved, or is down, the slot map is read again and fn
-// tried again (the node ran nothing), a few times.
-func (s *Store) onMaster(ctx context.Context, key string, fn func(node *redis.Client) error) error {
-	for attempt := 0; ; attempt++ {
-		node, err := masterFor(ctx, s.rdb, key)
-		if err == nil {
-			err = fn(node)
-		}
-		cc, cluster := s.rdb.(*redis.ClusterClient)
-		if !cluster || !Redirected(err) || attempt >= 10 {
-			return err
-		}
-		cc.ReloadState(ctx)
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+	return reply.Text()
 }
 
 // Durable returns once the replicas awaited (Config.WaitReplicas) have
-// every write made to part p's keys so far, or fails with ErrNotDurable.
+// every write made to part p's keys so far, or fails (seckill.ErrUnavailable).
 // The relay calls it before it publishes what it read: an outbox entry of
 // a buy call whose WAIT timed out may vanish in a failover, and its
-// request be decided again, so it must not reach the ledger first. A
-// write of its own on the part's master, then WAIT on that connection:
-// replication is one ordered stream, so once the replicas have the fence
-// they have all that came before it. Without replicas awaited it returns
-// at once.
+// request be decided again, so it must not reach the ledger first.
+// Without replicas awaited it returns at once.
 func (s *Store) Durable(ctx context.Context, p Part) error {
-	if s.cfg.WaitReplicas <= 0 {
-		return nil
+	if err := s.replicas.Fence(ctx, s.rdb, s.keys.Part(p.Tag).Fence()); err != nil {
+		return failed("fence of part "+p.Tag, err)
 	}
-	fence := s.keys.Of(p).Fence()
-	return s.onMaster(ctx, fence, func(node *redis.Client) error {
-		var wait *redis.Cmd
-		_, err := node.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			pl.Incr(ctx, fence)
-			pl.Expire(ctx, fence, time.Hour)
-			wait = pl.Do(ctx, "WAIT", s.cfg.WaitReplicas, s.cfg.WaitTimeout.Milliseconds())
-			return nil
-		})
-		if err != nil {
-			return failed("fence of part "+p.Tag, err)
-		}
-		if err := s.replicated(wait); err != nil {
-			return fmt.Errorf("inventory: part %s: %w", p.Tag, err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // Lookup returns the stored answers of buys seen before, without deciding
@@ -276,7 +190,7 @@ func (s *Store) Lookup(ctx context.Context, sale int64, buys []seckill.Buy) (ans
 			for j, i := range is {
 				fields[j] = reqField(buys[i].UserID, buys[i].RequestID)
 			}
-			cmds[is[0]] = p.HMGet(ctx, s.keys.Of(parts[n]).Reqs(), fields...)
+			cmds[is[0]] = p.HMGet(ctx, s.partKeys(parts[n]).Reqs(), fields...)
 		}
 		return nil
 	})
@@ -346,7 +260,7 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale seckill
 	if p == parts[0] {
 		w.tags = tagList(parts)
 	}
-	avail, err := lua.Warm.Run(ctx, s.rdb, s.keys.Of(p).All(), w.args()...).Int64()
+	avail, err := warmScript.Run(ctx, s.rdb, s.partKeys(p).All(), w.args()...).Int64()
 	if err != nil {
 		return 0, failed(fmt.Sprintf("warm sale %d (part %s)", sale.ID, p.Tag), err)
 	}
@@ -382,7 +296,7 @@ func (s *Store) Restock(ctx context.Context, sale, qty int64) (int64, error) {
 			least = i
 		}
 	}
-	reply, err := lua.Restock.Run(ctx, s.rdb, []string{s.keys.Of(parts[least]).Stock()}, qty).Text()
+	reply, err := restockScript.Run(ctx, s.rdb, []string{s.partKeys(parts[least]).Stock()}, qty).Text()
 	if err != nil {
 		return 0, failed(fmt.Sprintf("restock sale %d", sale), err)
 	}
@@ -411,8 +325,8 @@ func (s *Store) Release(ctx context.Context, sale int64, orderID, userID string,
 		return 0, false, fmt.Errorf("inventory: release order %s: %w", orderID, err)
 	}
 	part := partFor(parts, userID)
-	k := s.keys.Of(part)
-	reply, err := lua.Release.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Released()}, orderID, userID, qty).Text()
+	k := s.partKeys(part)
+	reply, err := releaseScript.Run(ctx, s.rdb, []string{k.Stock(), k.Buyers(), k.Released()}, orderID, userID, qty).Text()
 	if err != nil {
 		return 0, false, failed("release order "+orderID, err)
 	}
@@ -444,7 +358,7 @@ func (s *Store) SetStatus(ctx context.Context, sale int64, action seckill.Action
 	}
 	var st seckill.Status
 	for _, p := range parts {
-		reply, err := lua.Status.Run(ctx, s.rdb, []string{s.keys.Of(p).Stock()}, string(action)).Text()
+		reply, err := statusScript.Run(ctx, s.rdb, []string{s.partKeys(p).Stock()}, string(action)).Text()
 		if err != nil {
 			return "", failed(fmt.Sprintf("%s sale %d", action, sale), err)
 		}
@@ -507,7 +421,7 @@ func (s *Store) Stocks(ctx context.Context, sales []int64) (map[int64]seckill.St
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, r := range reads {
 			for i, part := range r.parts {
-				r.cmds[i] = p.HMGet(ctx, s.keys.Of(part).Stock(), stockFields...)
+				r.cmds[i] = p.HMGet(ctx, s.partKeys(part).Stock(), stockFields...)
 			}
 		}
 		return nil
@@ -550,7 +464,7 @@ func (s *Store) Buyers(ctx context.Context, sale int64) (map[string]int64, error
 	}
 	out := map[string]int64{}
 	for _, p := range parts {
-		m, err := s.rdb.HGetAll(ctx, s.keys.Of(p).Buyers()).Result()
+		m, err := s.rdb.HGetAll(ctx, s.partKeys(p).Buyers()).Result()
 		if err != nil {
 			return nil, failed(fmt.Sprintf("buyers of sale %d", sale), err)
 		}
@@ -571,7 +485,7 @@ func (s *Store) Accepted(ctx context.Context, sale int64, orderID, user string) 
 	if err != nil {
 		return e, false, err
 	}
-	v, err := s.rdb.HGet(ctx, s.keys.Of(partFor(parts, user)).Orders(), orderID).Result()
+	v, err := s.rdb.HGet(ctx, s.partKeys(partFor(parts, user)).Orders(), orderID).Result()
 	if errors.Is(err, redis.Nil) {
 		return e, false, nil
 	}
@@ -616,7 +530,7 @@ func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
 	moves := map[string]int64{}  // move id → units, leaving some part
 	arrived := map[string]bool{} // move ids some part received
 	for _, p := range parts {
-		k := s.keys.Of(p)
+		k := s.partKeys(p)
 		var (
 			stock    *redis.SliceCmd
 			buyers   *redis.MapStringStringCmd
@@ -703,7 +617,7 @@ func (s *Store) Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orde
 	}
 	what := fmt.Sprintf("rebuild sale %d", sale.ID)
 	for _, p := range parts {
-		keys := s.keys.Of(p).All() // stock hash first
+		keys := s.partKeys(p).All() // stock hash first
 		_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 			pl.HSet(ctx, keys[0], "status", string(seckill.StatusPaused))
 			pl.Del(ctx, keys[1:]...)
@@ -720,7 +634,7 @@ func (s *Store) Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orde
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, o := range batch {
 				n := partIndex(len(parts), o.UserID)
-				k := s.keys.Of(parts[n])
+				k := s.partKeys(parts[n])
 				p.HSet(ctx, k.Orders(), o.OrderID, encodeOrder(o))
 				p.HSet(ctx, k.Reqs(), reqField(o.UserID, o.RequestID),
 					encodeAnswer(seckill.Answer{Code: seckill.CodeOK, OrderID: o.OrderID, Qty: o.Qty}))

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/system/servertest"
 )
@@ -18,7 +19,7 @@ import (
 // env is a test's Redis with a key prefix of its own.
 type env struct {
 	rdb  redis.UniversalClient
-	keys inventory.Keys
+	keys rdb.Keys
 	inv  *inventory.Store
 	next int64
 }
@@ -35,7 +36,7 @@ func newEnv(t testing.TB) *env {
 }
 
 // first is the keys of a sale's first part (its only one without buckets).
-func (e *env) first(sale int64) inventory.PartKeys { return e.keys.Of(inventory.First(sale)) }
+func (e *env) first(sale int64) rdb.PartKeys { return e.keys.Part(inventory.First(sale).Tag) }
 
 // mustSale warms a sale with the given stock, limit and window offsets
 // from now; status is active unless given.
@@ -541,7 +542,7 @@ func BenchmarkReserve(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-			_ = e.rdb.Del(ctx, e.keys.Of(inventory.First(sale)).All()...)
+			_ = e.rdb.Del(ctx, e.keys.Part(inventory.First(sale).Tag).All()...)
 		})
 	}
 }

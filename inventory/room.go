@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/lua"
 )
 
 // The steps of a waiting room (queue.lua).
@@ -36,8 +35,8 @@ func (s *Store) ReadQueue(ctx context.Context, sale int64, user string, now time
 }
 
 func (s *Store) queueStep(ctx context.Context, sale int64, op, user string, now time.Time, gone bool) (seckill.Queue, error) {
-	keys := []string{s.keys.Of(First(sale)).Stock(), s.keys.Queue(sale), s.keys.Room(sale)}
-	reply, err := lua.Queue.Run(ctx, s.rdb, keys, op, now.UnixMilli(), user, draw(), flag(gone)).Text()
+	keys := []string{s.partKeys(First(sale)).Stock(), s.keys.Queue(sale), s.keys.Room(sale)}
+	reply, err := queueScript.Run(ctx, s.rdb, keys, op, now.UnixMilli(), user, draw(), flag(gone)).Text()
 	if err != nil {
 		return seckill.Queue{}, failed(fmt.Sprintf("waiting room of sale %d", sale), err)
 	}
@@ -77,7 +76,7 @@ func (s *Store) BuyerCount(ctx context.Context, sale int64) (int64, error) {
 	}
 	var n int64
 	for _, p := range parts {
-		c, err := s.rdb.HLen(ctx, s.keys.Of(p).Buyers()).Result()
+		c, err := s.rdb.HLen(ctx, s.partKeys(p).Buyers()).Result()
 		if err != nil {
 			return 0, failed(fmt.Sprintf("count buyers of sale %d", sale), err)
 		}

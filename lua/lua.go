@@ -1,41 +1,27 @@
 // Package lua holds the Redis scripts that decide Seckill's stock, one file
-// per script, each headed by its KEYS, ARGV and return values. The scripts
-// run with EVALSHA and fall back to EVAL when Redis has lost them.
+// per script, each headed by its KEYS, ARGV and return values, as source
+// text: the store that owns a script's keys runs it (with EVALSHA, falling
+// back to EVAL when Redis has lost it).
 package lua
 
-import (
-	_ "embed"
+import _ "embed"
 
-	"github.com/redis/go-redis/v9"
-)
-
+// The scripts' sources.
 var (
 	//go:embed buy.lua
-	buySrc string
+	Buy string
 	//go:embed warm.lua
-	warmSrc string
+	Warm string
 	//go:embed restock.lua
-	restockSrc string
+	Restock string
 	//go:embed release.lua
-	releaseSrc string
+	Release string
 	//go:embed status.lua
-	statusSrc string
+	Status string
 	//go:embed move.lua
-	moveSrc string
+	Move string
 	//go:embed accept.lua
-	acceptSrc string
+	Accept string
 	//go:embed queue.lua
-	queueSrc string
-)
-
-// The scripts, ready to Run.
-var (
-	Buy     = redis.NewScript(buySrc)
-	Warm    = redis.NewScript(warmSrc)
-	Restock = redis.NewScript(restockSrc)
-	Release = redis.NewScript(releaseSrc)
-	Status  = redis.NewScript(statusSrc)
-	Move    = redis.NewScript(moveSrc)
-	Accept  = redis.NewScript(acceptSrc)
-	Queue   = redis.NewScript(queueSrc)
+	Queue string
 )

@@ -43,7 +43,7 @@ func hammer(t *testing.T, st *stack, h http.Handler, n, users int, total, limit 
 				return
 			default:
 			}
-			v, err := st.Redis.HMGet(ctx, st.Keys.Of(inventory.First(sale.ID)).Stock(), "available", "sold", "total").Result()
+			v, err := st.Redis.HMGet(ctx, st.Keys.Part(inventory.First(sale.ID).Tag).Stock(), "available", "sold", "total").Result()
 			if err != nil {
 				t.Error(err)
 				return
@@ -230,7 +230,7 @@ func idempotentUnderConcurrency(t *testing.T, env []string) {
 	if stock.Sold != 2 || stock.Available != 8 {
 		t.Errorf("stock = %+v, want one deduction of 2", stock)
 	}
-	if n := st.Redis.XLen(ctx, st.Keys.Of(inventory.First(sale.ID)).Outbox()).Val(); n != 1 {
+	if n := st.Redis.XLen(ctx, st.Keys.Part(inventory.First(sale.ID).Tag).Outbox()).Val(); n != 1 {
 		t.Errorf("outbox holds %d events, want 1", n)
 	}
 }
@@ -240,7 +240,7 @@ func snapshot(t *testing.T, st *stack, sale int64) string {
 	t.Helper()
 	ctx := context.Background()
 	var b strings.Builder
-	keys := st.Keys.Of(inventory.First(sale))
+	keys := st.Keys.Part(inventory.First(sale).Tag)
 	for _, k := range []string{keys.Stock(), keys.Buyers(), keys.Reqs(), keys.Orders()} {
 		m, err := st.Redis.HGetAll(ctx, k).Result()
 		if err != nil {

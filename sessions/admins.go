@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/rdb"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/seckill/seckill"
@@ -30,16 +32,16 @@ var (
 // Admins checks the admin panel's password and token, and keeps its login
 // sessions in Redis.
 type Admins struct {
-	rdb      redis.UniversalClient
-	keys     keys
+	rdb      rdb.Client
+	keys     rdb.Keys
 	password string
 	token    string
 	now      func() time.Time
 }
 
 // NewAdmins returns the admin sessions on rdb.
-func NewAdmins(rdb redis.UniversalClient, cfg Config, now func() time.Time) *Admins {
-	return &Admins{rdb: rdb, keys: keys{cfg.Prefix}, password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
+func NewAdmins(c rdb.Client, cfg Config, now func() time.Time) *Admins {
+	return &Admins{rdb: c, keys: rdb.NewKeys(cfg.Prefix), password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
 }
 
 // Login opens the operator's session for the right password and returns
@@ -60,7 +62,7 @@ func (a *Admins) Open(ctx context.Context, who string) (string, time.Time, error
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	sess := hex.EncodeToString(b)
-	if err := a.rdb.Set(ctx, a.keys.admin(sess), who, AdminTTL).Err(); err != nil {
+	if err := a.rdb.Set(ctx, a.keys.AdminSession(sess), who, AdminTTL).Err(); err != nil {
 		return "", time.Time{}, failed("open an admin session", err)
 	}
 	return sess, a.now().Add(AdminTTL), nil
@@ -91,7 +93,7 @@ func (a *Admins) Check(ctx context.Context, sess string) (string, error) {
 	if len(sess) != 64 {
 		return "", ErrNoAdmin
 	}
-	who, err := a.rdb.Get(ctx, a.keys.admin(sess)).Result()
+	who, err := a.rdb.Get(ctx, a.keys.AdminSession(sess)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", ErrAdminEnded
@@ -105,7 +107,7 @@ func (a *Admins) Check(ctx context.Context, sess string) (string, error) {
 
 // Logout ends an admin session.
 func (a *Admins) Logout(ctx context.Context, sess string) error {
-	if err := a.rdb.Del(ctx, a.keys.admin(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := a.rdb.Del(ctx, a.keys.AdminSession(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return failed("end an admin session", err)
 	}
 	return nil

@@ -12,8 +12,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/inventory"
 )
 
 // Config is what Shoppers and Admins need to know.
@@ -50,8 +50,8 @@ type Provider interface {
 // and every resync, so a lost message costs at most that long. Epochs are
 // kept for TTL, the life of the tokens.
 type Shoppers struct {
-	rdb      redis.UniversalClient
-	keys     keys
+	rdb      rdb.Client
+	keys     rdb.Keys
 	secret   []byte
 	ttl      time.Duration
 	now      func() time.Time
@@ -67,9 +67,9 @@ type Shoppers struct {
 const signOutResync = 30 * time.Second
 
 // NewShoppers returns the shoppers' sessions on rdb, on the clock now.
-func NewShoppers(rdb redis.UniversalClient, cfg Config, now func() time.Time) *Shoppers {
+func NewShoppers(c rdb.Client, cfg Config, now func() time.Time) *Shoppers {
 	return &Shoppers{
-		rdb: rdb, keys: keys{cfg.Prefix}, secret: cfg.Secret, ttl: cfg.TTL, now: now,
+		rdb: c, keys: rdb.NewKeys(cfg.Prefix), secret: cfg.Secret, ttl: cfg.TTL, now: now,
 		parser: jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(now)),
 		tokens: newTokenCache(),
 		at:     map[string]int64{},
@@ -148,7 +148,7 @@ func (s *Shoppers) SignOut(ctx context.Context, user string) error {
 	now := s.now()
 	epoch := now.Unix()
 	s.note(user, epoch)
-	key := s.keys.signOuts()
+	key := s.keys.SignOuts()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAddGT(ctx, key, redis.Z{Score: float64(epoch), Member: user})
 		p.ZRemRangeByScore(ctx, key, "-inf", strconv.FormatInt(now.Add(-s.ttl).Unix(), 10))
@@ -162,7 +162,7 @@ func (s *Shoppers) SignOut(ctx context.Context, user string) error {
 	// message must find the sign-out when it reads the set. In one
 	// pipeline a Redis Cluster may run the PUBLISH first, on another node,
 	// and a process subscribing in between missed both.
-	if err := s.rdb.Publish(ctx, s.keys.signedOut(), signOutMessage(user, epoch)).Err(); err != nil {
+	if err := s.rdb.Publish(ctx, s.keys.SignedOut(), signOutMessage(user, epoch)).Err(); err != nil {
 		return failed("announce sign-out", err)
 	}
 	return nil
@@ -189,7 +189,7 @@ func (s *Shoppers) note(user string, epoch int64) {
 // Load replaces the copy of the sign-outs with the set in Redis (at start:
 // tokens revoked by a sign-out stay refused across a restart).
 func (s *Shoppers) Load(ctx context.Context) error {
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.keys.signOuts(), &redis.ZRangeBy{
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.keys.SignOuts(), &redis.ZRangeBy{
 		Min: strconv.FormatInt(s.now().Add(-s.ttl).Unix(), 10), Max: "+inf",
 	}).Result()
 	if err != nil {
@@ -221,7 +221,7 @@ func (s *Shoppers) Run(ctx context.Context) {
 			}
 		})
 	})
-	inventory.Follow(ctx, s.rdb, s.keys.signedOut(), s.Load, func(payload string) {
+	rdb.Follow(ctx, s.rdb, s.keys.SignedOut(), s.Load, func(payload string) {
 		if user, epoch, ok := parseSignOut(payload); ok {
 			s.note(user, epoch)
 		}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/internal/rdb"
 )
 
 // liveCollector reads, when Prometheus scrapes, the stock of every live
@@ -56,24 +54,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(st.Total), l)
 		}
 	}
-	_ = inventory.EachMaster(ctx, c.s.Redis, func(ctx context.Context, r *redis.Client) error {
-		info, err := r.Info(ctx, "cpu").Result()
-		if err != nil {
-			return err
-		}
-		ch <- prometheus.MustNewConstMetric(c.redisCPU, prometheus.CounterValue,
-			infoFloat(info, "used_cpu_user")+infoFloat(info, "used_cpu_sys"), r.Options().Addr)
-		return nil
-	})
-}
-
-// infoFloat reads a number field of an INFO reply.
-func infoFloat(info, field string) float64 {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
+	cpu, _ := rdb.CPUSeconds(ctx, c.s.Redis) // a master that did not answer is left out
+	for addr, secs := range cpu {
+		ch <- prometheus.MustNewConstMetric(c.redisCPU, prometheus.CounterValue, secs, addr)
 	}
-	return 0
 }

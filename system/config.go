@@ -6,6 +6,7 @@ import (
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/identity"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
@@ -15,8 +16,8 @@ import (
 // The small config of each part, taken from the configuration.
 
 // RedisOptions say where Redis is.
-func RedisOptions(c configs.Config) inventory.Options {
-	return inventory.Options{
+func RedisOptions(c configs.Config) rdb.Options {
+	return rdb.Options{
 		Addrs: configs.SplitList(c.RedisAddr), Sentinels: configs.SplitList(c.RedisSentinels), Master: c.RedisMaster,
 		DB: c.RedisDB, Password: c.RedisPassword, PoolSize: c.RedisPoolSize,
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/memory"
 	"github.com/seckill/seckill/configs"
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/worker"
 )
@@ -43,12 +43,12 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	}
 	mr.ClockTTL(true) // keys expire with the wall clock, as on redis-server
 	closers = append(closers, func() error { mr.Close(); return nil })
-	rdb, err := inventory.Open(ctx, inventory.Options{Addrs: []string{mr.Addr()}, PoolSize: cfg.RedisPoolSize})
+	redis, err := rdb.Open(ctx, rdb.Options{Addrs: []string{mr.Addr()}, PoolSize: cfg.RedisPoolSize})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	closers = append(closers, rdb.Close)
+	closers = append(closers, redis.Close)
 	db, err := orders.OpenSQLite(ctx, cfg.DataDir)
 	if err != nil {
 		closeAll()
@@ -57,10 +57,10 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	closers = append(closers, db.Close)
 	b := memory.New()
 	closers = append(closers, b.Close)
-	s := New(cfg, Conns{Redis: rdb, DB: db, Bus: b}, nil)
+	s := New(cfg, Conns{Redis: redis, DB: db, Bus: b}, nil)
 	s.Embedded, s.closers = true, closers
 	s.checks = map[string]func(context.Context) error{
-		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx, redis) },
 		"sqlite": db.PingContext,
 		"schema": func(ctx context.Context) error { return orders.CheckSchema(ctx, db) },
 		"bus":    b.Ping,

@@ -68,7 +68,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 // provider is discovered now (a start fails if it cannot be reached).
 func (s *System) identity(now func() time.Time) (server.Identity, error) {
 	cfg := s.Config
-	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: identity.NewPending(s.Redis, cfg.RedisPrefix)}
+	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))}
 	if cfg.HasIdentity(configs.SourceOIDC) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -136,7 +136,7 @@ func (m *chainMetrics) hit(n int)   { m.fastPath.Add(float64(n)) }
 
 // Relay builds the outbox relay.
 func (s *System) Relay() *worker.Relay {
-	return worker.NewRelay(s.Redis, s.Stock.Keys(), s.Stock, s.Ledger, s.Bus, s.Metrics, RelayConfig(s.Config))
+	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics, RelayConfig(s.Config))
 }
 
 // Worker builds the order worker.

@@ -17,11 +17,11 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -30,7 +30,7 @@ import (
 
 // Conns are the connections a System runs on.
 type Conns struct {
-	Redis redis.UniversalClient
+	Redis rdb.Client
 	DB    *sqlx.DB
 	// Bus is the message bus; nil where none is needed (a server alone).
 	Bus bus.Bus
@@ -69,7 +69,7 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	}
 	registry.MustRegister(newLiveCollector(s))
 	s.checks = map[string]func(context.Context) error{
-		"redis":  func(ctx context.Context) error { return inventory.EachMaster(ctx, c.Redis, pingRedis) },
+		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx, c.Redis) },
 		"mysql":  c.DB.PingContext,
 		"schema": func(ctx context.Context) error { return orders.CheckSchema(ctx, c.DB) },
 	}
@@ -78,8 +78,6 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	}
 	return s
 }
-
-func pingRedis(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }
 
 // Open connects to Redis, the ledger and the bus (which connects on first
 // use and reconnects by itself) as configured, or starts them in this
@@ -113,8 +111,8 @@ func Open(ctx context.Context, cfg configs.Config) (*System, error) {
 }
 
 // OpenRedis connects to the configured Redis.
-func OpenRedis(ctx context.Context, cfg configs.Config) (redis.UniversalClient, error) {
-	rdb, err := inventory.Open(ctx, RedisOptions(cfg))
+func OpenRedis(ctx context.Context, cfg configs.Config) (rdb.Client, error) {
+	c, err := rdb.Open(ctx, RedisOptions(cfg))
 	if err != nil {
 		where := "SECKILL_REDIS_ADDR"
 		if cfg.RedisSentinels != "" {
@@ -122,7 +120,7 @@ func OpenRedis(ctx context.Context, cfg configs.Config) (redis.UniversalClient, 
 		}
 		return nil, fmt.Errorf("%w (%s)", err, where)
 	}
-	return rdb, nil
+	return c, nil
 }
 
 // OpenMySQL connects to MySQL, creating the database if it is missing.
@@ -178,14 +176,14 @@ func (s *System) Prepare(ctx context.Context, migrate bool) error {
 func (s *System) checkDurability(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	desc, err := inventory.Durability(dctx, s.Redis)
-	if err == nil || errors.Is(err, inventory.ErrVolatile) { // a failed read says nothing
+	desc, err := rdb.Durability(dctx, s.Redis)
+	if err == nil || errors.Is(err, rdb.ErrVolatile) { // a failed read says nothing
 		s.Metrics.Durability(err == nil, s.Config.Production())
 	}
 	switch {
 	case err == nil:
 		slog.Info("redis persistence", "masters", desc)
-	case !errors.Is(err, inventory.ErrVolatile):
+	case !errors.Is(err, rdb.ErrVolatile):
 		slog.Warn("could not read Redis persistence", "err", err)
 	case s.Config.Production() && !s.Config.RedisAllowVolatile:
 		return fmt.Errorf("%w: a Redis restart would lose accepted orders and the stock; "+
@@ -205,8 +203,8 @@ func (s *System) WatchDurability(ctx context.Context) {
 	wait.Every(ctx, time.Minute, func() {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		_, err := inventory.Durability(dctx, s.Redis)
-		if err == nil || errors.Is(err, inventory.ErrVolatile) {
+		_, err := rdb.Durability(dctx, s.Redis)
+		if err == nil || errors.Is(err, rdb.ErrVolatile) {
 			s.Metrics.Durability(err == nil, s.Config.Production())
 		}
 	})

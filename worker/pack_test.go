@@ -4,22 +4,20 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
 )
 
 // entry is outbox entry i as buy.lua writes it, holding the orders of
 // one call: one by default, or n.
-func entry(i int, n ...int) redis.XMessage {
+func entry(i int, n ...int) inventory.OutboxEntry {
 	evs := make([]seckill.Event, max(1, sum(n)))
 	for j := range evs {
 		k := 100*i + j
 		evs[j] = seckill.Event{OrderID: fmt.Sprintf("01JDQ000000000000000000%03d-7", k), SaleID: 7, UserID: fmt.Sprint("u", k),
 			Qty: 1, PriceCents: 100, RequestID: fmt.Sprintf("request-%04d", k), At: 1700000000000}
 	}
-	return redis.XMessage{ID: fmt.Sprintf("%d-0", i), Values: inventory.EncodeOutbox(evs)}
+	return inventory.OutboxEntry{ID: fmt.Sprintf("%d-0", i), Values: inventory.EncodeOutbox(evs)}
 }
 
 func sum(n []int) (s int) {
@@ -33,7 +31,7 @@ func sum(n []int) (s int) {
 // unreadable entry travels alone and breaks the run; every message decodes
 // back to exactly its entries.
 func TestPack(t *testing.T) {
-	var entries []redis.XMessage
+	var entries []inventory.OutboxEntry
 	for i := range 8 {
 		entries = append(entries, entry(i))
 	}
@@ -68,7 +66,7 @@ func TestPack(t *testing.T) {
 // takes whole entries until it has Pack events or more, and one bad line
 // sends its whole entry alone.
 func TestPackKeepsEntriesWhole(t *testing.T) {
-	entries := []redis.XMessage{entry(0, 2), entry(1, 2), entry(2, 5), entry(3, 1), entry(4, 3), entry(5, 1)}
+	entries := []inventory.OutboxEntry{entry(0, 2), entry(1, 2), entry(2, 5), entry(3, 1), entry(4, 3), entry(5, 1)}
 	entries[4].Values["e"] = entries[4].Values["e"].(string) + "\nnot|an|event"
 	msgs := pack(entries, 3)
 	var got []string
@@ -85,7 +83,7 @@ func TestPackKeepsEntriesWhole(t *testing.T) {
 }
 
 func TestDecodeEventsStrict(t *testing.T) {
-	good := string(pack([]redis.XMessage{entry(1)}, 1)[0].body)
+	good := string(pack([]inventory.OutboxEntry{entry(1)}, 1)[0].body)
 	for _, body := range []string{
 		`[]`, `{}`, `[` + good[1:len(good)-1] + `,{"order_id":"x"}]`, `[{"surprise":1}]`, `nonsense`,
 		good[1:len(good)-1] + ` trailing`,

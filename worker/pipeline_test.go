@@ -99,7 +99,7 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 	rc := system.RelayConfig(p.Config)
 	rc.Poll = 100 * time.Millisecond
-	return worker.NewRelay(p.Redis, p.Keys, p.Inventory, p.Ledger, b, p.metrics, rc)
+	return worker.NewRelay(p.Inventory, p.Ledger, b, p.metrics, rc)
 }
 
 func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {

@@ -241,7 +241,7 @@ func (rc *Reconciler) locate(ctx context.Context, sale int64, missing []seckill.
 		return nil, err
 	}
 	for _, e := range entries {
-		evs, _ := inventory.DecodeOutbox(e.Values)
+		evs, _ := e.Events()
 		for _, ev := range evs {
 			where[ev.OrderID] = "outbox"
 		}

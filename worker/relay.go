@@ -9,11 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,14 +21,17 @@ import (
 	"github.com/seckill/seckill/inventory"
 )
 
-// relayGroup is the consumer group of every outbox stream.
-const relayGroup = "relay"
-
-// PartLister tells a sale's stock parts (each has an outbox of its own),
-// and when what a part holds is on its replicas.
-type PartLister interface {
+// Outbox is the store of the sales' outbox streams (inventory.Store): a
+// sale's stock parts, each with an outbox of its own, read, claimed and
+// acknowledged through one consumer group, and when what a part holds is
+// on its replicas.
+type Outbox interface {
 	Parts(ctx context.Context, sale int64) ([]inventory.Part, error)
 	Durable(ctx context.Context, p inventory.Part) error
+	OutboxOldest(ctx context.Context, p inventory.Part) (time.Time, bool, error)
+	ReadOutbox(ctx context.Context, p inventory.Part, consumer string, what inventory.OutboxRead, n int, block time.Duration) ([]inventory.OutboxEntry, error)
+	ClaimOutbox(ctx context.Context, p inventory.Part, consumer string, minIdle time.Duration, n int) ([]inventory.OutboxEntry, error)
+	AckOutbox(ctx context.Context, p inventory.Part, ids []string) error
 }
 
 // RelayConfig tunes a Relay.
@@ -62,9 +63,7 @@ type RelayConfig struct {
 // a relay that died is claimed by a live one after ClaimIdle. Delivery is
 // at least once; the worker absorbs duplicates.
 type Relay struct {
-	rdb      redis.UniversalClient
-	keys     inventory.Keys
-	parts    PartLister
+	outbox   Outbox
 	sales    inventory.SaleLister // the sales whose outbox may still hold events
 	bus      bus.Bus
 	cfg      RelayConfig
@@ -73,7 +72,7 @@ type Relay struct {
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, parts PartLister, sales inventory.SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(outbox Outbox, sales inventory.SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -82,7 +81,7 @@ func NewRelay(rdb redis.UniversalClient, keys inventory.Keys, parts PartLister, 
 		cfg.Pack = 1
 	}
 	return &Relay{
-		rdb: rdb, keys: keys, parts: parts, sales: sales, bus: b, cfg: cfg, metrics: m,
+		outbox: outbox, sales: sales, bus: b, cfg: cfg, metrics: m,
 		consumer: fmt.Sprintf("relay-%s-%d-%s", host, os.Getpid(), strconv.FormatUint(rand.Uint64()&0xffffffff, 36)),
 	}
 }
@@ -141,13 +140,8 @@ const outboxAgeEvery = 5 * time.Second
 func (r *Relay) measureOutbox(ctx context.Context, live map[inventory.Part]bool) {
 	var oldest time.Time
 	for p := range live {
-		first, err := r.rdb.XRangeN(ctx, r.keys.Of(p).Outbox(), "-", "+", 1).Result()
-		if err != nil || len(first) == 0 {
-			continue
-		}
-		ms, _, _ := strings.Cut(first[0].ID, "-")
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if at := time.UnixMilli(n); err == nil && (oldest.IsZero() || at.Before(oldest)) {
+		at, ok, err := r.outbox.OutboxOldest(ctx, p)
+		if err == nil && ok && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}
 	}
@@ -163,7 +157,7 @@ func (r *Relay) liveParts(ctx context.Context) (map[inventory.Part]bool, error) 
 	ids, err := r.sales.SaleIDs(ctx, time.Now().Add(-r.cfg.Lookback))
 	live := map[inventory.Part]bool{}
 	for _, id := range ids {
-		parts, perr := r.parts.Parts(ctx, id)
+		parts, perr := r.outbox.Parts(ctx, id)
 		if errors.Is(perr, seckill.ErrSaleNotFound) {
 			parts, perr = []inventory.Part{inventory.First(id)}, nil
 		}
@@ -181,7 +175,7 @@ func (r *Relay) liveParts(ctx context.Context) (map[inventory.Part]bool, error) 
 // relayPart moves one part's outbox to the broker until ctx ends, then
 // drains what is left.
 func (r *Relay) relayPart(ctx context.Context, p inventory.Part) {
-	s := &saleRelay{Relay: r, part: p, sale: p.Sale, stream: r.keys.Of(p).Outbox(), ownPending: true}
+	s := &saleRelay{Relay: r, part: p, sale: p.Sale, ownPending: true}
 	bo := newBackoff()
 	for ctx.Err() == nil {
 		if err := s.step(ctx, true); err != nil {
@@ -216,14 +210,13 @@ type saleRelay struct {
 	*Relay
 	part       inventory.Part
 	sale       int64
-	stream     string
 	ownPending bool
 	lastClaim  time.Time
 }
 
 // linger adds to a read the entries that arrive within Linger, until it
 // has Batch.
-func (s *saleRelay) linger(ctx context.Context, entries []redis.XMessage) []redis.XMessage {
+func (s *saleRelay) linger(ctx context.Context, entries []inventory.OutboxEntry) []inventory.OutboxEntry {
 	deadline := time.Now().Add(s.cfg.Linger)
 	for len(entries) < s.cfg.Batch && ctx.Err() == nil {
 		left := time.Until(deadline)
@@ -231,7 +224,7 @@ func (s *saleRelay) linger(ctx context.Context, entries []redis.XMessage) []redi
 			break
 		}
 		sleep(ctx, min(left, time.Millisecond))
-		more, err := s.readGroup(ctx, ">", -1)
+		more, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxNew, s.cfg.Batch, -1)
 		if err != nil {
 			// A reply lost may hold entries now pending here: the next
 			// read takes this relay's pending ones first.
@@ -261,7 +254,7 @@ func (s *saleRelay) drainStep(ctx context.Context, block bool) (int, error) {
 	if block && s.cfg.Linger > 0 {
 		entries = s.linger(ctx, entries)
 	}
-	if err := s.parts.Durable(ctx, s.part); err != nil {
+	if err := s.outbox.Durable(ctx, s.part); err != nil {
 		return 0, err
 	}
 	return len(entries), s.publish(ctx, entries)
@@ -270,9 +263,9 @@ func (s *saleRelay) drainStep(ctx context.Context, block bool) (int, error) {
 // read returns the next events to publish: first this relay's own
 // unconfirmed ones (after a failure), then events of dead relays, then new
 // ones.
-func (s *saleRelay) read(ctx context.Context, block bool) ([]redis.XMessage, error) {
+func (s *saleRelay) read(ctx context.Context, block bool) ([]inventory.OutboxEntry, error) {
 	if s.ownPending {
-		msgs, err := s.readGroup(ctx, "0", 0)
+		msgs, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxPending, s.cfg.Batch, 0)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}
@@ -280,12 +273,9 @@ func (s *saleRelay) read(ctx context.Context, block bool) ([]redis.XMessage, err
 	}
 	if time.Since(s.lastClaim) >= s.cfg.ClaimIdle/2 {
 		s.lastClaim = time.Now()
-		msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream: s.stream, Group: relayGroup, Consumer: s.consumer,
-			MinIdle: s.cfg.ClaimIdle, Start: "0-0", Count: int64(s.cfg.Batch),
-		}).Result()
-		if err != nil && !isNoGroup(err) {
-			return nil, fmt.Errorf("relay: claim from %s: %w", s.stream, err)
+		msgs, err := s.outbox.ClaimOutbox(ctx, s.part, s.consumer, s.cfg.ClaimIdle, s.cfg.Batch)
+		if err != nil {
+			return nil, err
 		}
 		if len(msgs) > 0 {
 			s.metrics.relayClaimed.Add(float64(len(msgs)))
@@ -296,50 +286,12 @@ func (s *saleRelay) read(ctx context.Context, block bool) ([]redis.XMessage, err
 	if block {
 		wait = time.Second
 	}
-	return s.readGroup(ctx, ">", wait)
-}
-
-func (s *saleRelay) readGroup(ctx context.Context, id string, block time.Duration) ([]redis.XMessage, error) {
-	args := &redis.XReadGroupArgs{
-		Group: relayGroup, Consumer: s.consumer, Streams: []string{s.stream, id},
-		Count: int64(s.cfg.Batch), Block: block,
-	}
-	streams, err := s.rdb.XReadGroup(ctx, args).Result()
-	if isNoGroup(err) {
-		// The stream appears with the sale's first accepted buy; the group
-		// starts from its beginning so no event is skipped.
-		err = s.rdb.XGroupCreate(ctx, s.stream, relayGroup, "0").Err()
-		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-			if strings.Contains(err.Error(), "requires the key to exist") {
-				// No buy yet: look again soon.
-				if block > 0 {
-					sleep(ctx, 100*time.Millisecond)
-				}
-				return nil, nil
-			}
-			return nil, fmt.Errorf("relay: create group on %s: %w", s.stream, err)
-		}
-		streams, err = s.rdb.XReadGroup(ctx, args).Result()
-	}
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("relay: read %s: %w", s.stream, err)
-	}
-	if len(streams) == 0 {
-		return nil, nil
-	}
-	return streams[0].Messages, nil
-}
-
-func isNoGroup(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+	return s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxNew, s.cfg.Batch, wait)
 }
 
 // publish sends the events with publisher confirms, many in flight, and
 // removes from the stream those the broker confirmed.
-func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error {
+func (s *saleRelay) publish(ctx context.Context, entries []inventory.OutboxEntry) error {
 	start := time.Now()
 	packed := pack(entries, s.cfg.Pack)
 	msgs := make([]bus.Message, len(packed))
@@ -362,7 +314,7 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 		events += m.events
 	}
 	if len(confirmed) > 0 {
-		if err := s.remove(ctx, confirmed); err != nil {
+		if err := s.outbox.AckOutbox(context.WithoutCancel(ctx), s.part, confirmed); err != nil {
 			return err
 		}
 		s.metrics.relayPublished.Add(float64(events))
@@ -370,22 +322,6 @@ func (s *saleRelay) publish(ctx context.Context, entries []redis.XMessage) error
 		s.metrics.relayBatch.Observe(time.Since(start).Seconds())
 	}
 	return failed
-}
-
-// remove acknowledges and deletes confirmed entries in one round trip. If
-// this fails, the entries stay pending and are published again: the worker
-// absorbs the duplicates.
-func (s *saleRelay) remove(ctx context.Context, ids []string) error {
-	ctx = context.WithoutCancel(ctx)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, s.stream, relayGroup, ids...)
-		p.XDel(ctx, s.stream, ids...)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("relay: remove %d confirmed entries: %w", len(ids), err)
-	}
-	return nil
 }
 
 // message is one publication: the bodies of consecutive outbox entries
@@ -403,7 +339,7 @@ type message struct {
 // orders) and is closed once it has size events or more. An entry that
 // does not parse is sent alone, as it is, so the worker dead-letters it
 // without holding up its neighbours.
-func pack(entries []redis.XMessage, size int) []message {
+func pack(entries []inventory.OutboxEntry, size int) []message {
 	var out []message
 	var evs []seckill.Event
 	var ids, traces []string
@@ -415,7 +351,7 @@ func pack(entries []redis.XMessage, size int) []message {
 		}
 	}
 	for _, e := range entries {
-		es, err := inventory.DecodeOutbox(e.Values)
+		es, err := e.Events()
 		if err != nil {
 			flush()
 			body, err := json.Marshal(e.Values)
@@ -427,7 +363,7 @@ func pack(entries []redis.XMessage, size int) []message {
 		}
 		evs = append(evs, es...)
 		ids = append(ids, e.ID)
-		if tp, _ := e.Values[inventory.OutboxTraceField].(string); tp != "" {
+		if tp := e.Trace(); tp != "" {
 			traces = append(traces, tp)
 		}
 		if len(evs) >= size {

@@ -41,7 +41,7 @@ func testPipelineHappyPath(t *testing.T, p *pipeline) {
 	p.waitPersisted(t, sale.ID, 2000, 30*time.Second)
 	p.checkLedger(t, sale, accepted)
 	p.checkReconciles(t, sale.ID)
-	if n := p.Redis.XLen(context.Background(), p.Keys.Of(inventory.First(sale.ID)).Outbox()).Val(); n != 0 {
+	if n := p.Redis.XLen(context.Background(), p.Keys.Part(inventory.First(sale.ID).Tag).Outbox()).Val(); n != 0 {
 		t.Errorf("outbox still holds %d events", n)
 	}
 }
@@ -182,7 +182,7 @@ func testDeadRelayDuplicatesAbsorbed(t *testing.T, p *pipeline) {
 
 	// The dead relay: reads the events into its pending list, publishes them
 	// with confirms, never acknowledges them in the stream.
-	stream := p.Keys.Of(inventory.First(sale.ID)).Outbox()
+	stream := p.Keys.Part(inventory.First(sale.ID).Tag).Outbox()
 	if err := p.Redis.XGroupCreate(ctx, stream, "relay", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func testPoisonMessagesDeadLettered(t *testing.T, p *pipeline) {
 	// An outbox entry the relay cannot read travels alone, so the events
 	// packed around it still arrive.
 	err := p.Redis.XAdd(context.Background(), &redis.XAddArgs{
-		Stream: p.Keys.Of(inventory.First(sale.ID)).Outbox(), Values: map[string]any{"order_id": "broken", "qty": "many"},
+		Stream: p.Keys.Part(inventory.First(sale.ID).Tag).Outbox(), Values: map[string]any{"order_id": "broken", "qty": "many"},
 	}).Err()
 	if err != nil {
 		t.Fatal(err)
@@ -411,18 +411,18 @@ func testReconcile(t *testing.T, p *pipeline) {
 	p.checkReconciles(t, sale.ID)
 
 	// Tampering with a counter is drift.
-	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Stock(), "sold", 1)
+	p.Redis.HIncrBy(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Stock(), "sold", 1)
 	rep, err := rc.Check(ctx, sale.ID)
 	if err != nil || len(rep.Drift) == 0 {
 		t.Fatalf("tampered sold not reported: %+v, %v", rep, err)
 	}
 	t.Logf("drift reported: %v", rep.Drift)
-	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Stock(), "sold", -1)
-	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Buyers(), "rec-user-3", 1)
+	p.Redis.HIncrBy(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Stock(), "sold", -1)
+	p.Redis.HIncrBy(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Buyers(), "rec-user-3", 1)
 	if rep, _ := rc.Check(ctx, sale.ID); len(rep.Drift) == 0 {
 		t.Fatalf("tampered buyer not reported: %+v", rep)
 	}
-	p.Redis.HIncrBy(ctx, p.Keys.Of(inventory.First(sale.ID)).Buyers(), "rec-user-3", -1)
+	p.Redis.HIncrBy(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Buyers(), "rec-user-3", -1)
 
 	// Redis loses everything (of this deployment).
 	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
@@ -470,7 +470,7 @@ func TestWorkerCrashLoop(t *testing.T) {
 		t.Fatalf("%d of 1000 buys accepted", len(accepted))
 	}
 	servertest.WaitFor(t, 30*time.Second, "the relay to publish every order", func() (bool, string) {
-		n := p.Redis.XLen(ctx, p.Keys.Of(inventory.First(sale.ID)).Outbox()).Val()
+		n := p.Redis.XLen(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Outbox()).Val()
 		return n == 0, fmt.Sprint(n, " entries in the outbox")
 	})
 
@@ -536,7 +536,7 @@ func testReconcileFindsLostOrders(t *testing.T, p *pipeline) {
 	ctx := context.Background()
 	rc := p.reconciler()
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 100, Limit: 2, PriceCents: 250})
-	stream := p.Keys.Of(inventory.First(sale.ID)).Outbox()
+	stream := p.Keys.Part(inventory.First(sale.ID).Tag).Outbox()
 	// takeOutbox removes the outbox entries so far and returns their events.
 	takeOutbox := func() []seckill.Event {
 		entries, err := p.Redis.XRange(ctx, stream, "-", "+").Result()
@@ -676,7 +676,7 @@ func TestReconcileLocatesBucketedOutbox(t *testing.T) {
 	}
 	inOthers := 0
 	for _, part := range parts[1:] {
-		inOthers += int(p.Redis.XLen(ctx, p.Keys.Of(part).Outbox()).Val())
+		inOthers += int(p.Redis.XLen(ctx, p.Keys.Part(part.Tag).Outbox()).Val())
 	}
 	if inOthers == 0 {
 		t.Fatal("no order landed in a bucket but the first: the test proves nothing")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill/bench"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/system/servertest"
@@ -320,7 +321,7 @@ func TestClusterFailover(t *testing.T) {
 				env: []string{"SECKILL_REDIS_ADDR=" + cluster.Addrs(), "SECKILL_REDIS_WAIT_REPLICAS=" + replicas,
 					"SECKILL_REDIS_WAIT_TIMEOUT=200ms"},
 				kill: func(t *testing.T) string {
-					addr, err := cluster.MasterOf(inventory.NewKeys("any").Of(inventory.First(1)).Stock())
+					addr, err := cluster.MasterOf(rdb.NewKeys("any").Part(inventory.First(1).Tag).Stock())
 					if err != nil {
 						t.Error(err)
 						return "nothing"

@@ -13,9 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/tracing"
 )
 
@@ -103,13 +102,5 @@ func setupLogging(cfg configs.Config) {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
 	slog.SetDefault(slog.New(tracing.LogHandler{Handler: h})) // lines carry their trace id
-	// go-redis logs its retries on its own; Seckill reports the failures
-	// that matter where they happen.
-	redis.SetLogger(redisLogger{})
-}
-
-type redisLogger struct{}
-
-func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	slog.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
+	rdb.QuietLogger()
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -59,7 +60,7 @@ const (
 type Env struct {
 	Config    configs.Config
 	Redis     redis.UniversalClient
-	Keys      inventory.Keys
+	Keys      rdb.Keys
 	Inventory *inventory.Store
 	DB        *sqlx.DB
 	Ledger    *orders.Store
@@ -149,8 +150,8 @@ func Redis(t testing.TB, cfg configs.Config) redis.UniversalClient {
 }
 
 // DeleteKeys removes every key matching pattern, on every master.
-func DeleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
-	err := inventory.EachMaster(context.Background(), rdb, func(ctx context.Context, c *redis.Client) error {
+func DeleteKeys(t testing.TB, c rdb.Client, pattern string) {
+	err := rdb.EachMaster(context.Background(), c, func(ctx context.Context, c *redis.Client) error {
 		keys, err := scan(ctx, c, pattern)
 		if err != nil {
 			return err
@@ -166,11 +167,11 @@ func DeleteKeys(t testing.TB, rdb redis.UniversalClient, pattern string) {
 }
 
 // Keys lists every key matching pattern, on every master, sorted.
-func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
+func Keys(t testing.TB, c rdb.Client, pattern string) []string {
 	t.Helper()
 	var mu sync.Mutex
 	var all []string
-	err := inventory.EachMaster(context.Background(), rdb, func(ctx context.Context, c *redis.Client) error {
+	err := rdb.EachMaster(context.Background(), c, func(ctx context.Context, c *redis.Client) error {
 		keys, err := scan(ctx, c, pattern)
 		mu.Lock()
 		all = append(all, keys...)

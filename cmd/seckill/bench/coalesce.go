@@ -3,13 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -88,14 +85,14 @@ type decisions struct {
 }
 
 // decide runs o.Clients clients for o.Duration, each buying one unit of
-// sale at a time through via, as a new user each time; inv and rdb read
+// sale at a time through via, as a new user each time; inv and redis read
 // the stock and Redis's CPU before and after.
-func decide(ctx context.Context, o Options, via inventory.Reserver, inv *inventory.Store, rdb redis.UniversalClient, sale int64) (decisions, error) {
+func decide(ctx context.Context, o Options, via inventory.Reserver, inv *inventory.Store, redis rdb.Client, sale int64) (decisions, error) {
 	before, err := inv.Stock(ctx, sale)
 	if err != nil {
 		return decisions{}, err
 	}
-	cpu0, err := redisCPU(ctx, rdb)
+	cpu0, err := redisCPU(ctx, redis)
 	if err != nil {
 		return decisions{}, err
 	}
@@ -117,7 +114,7 @@ func decide(ctx context.Context, o Options, via inventory.Reserver, inv *invento
 	if err != nil {
 		return decisions{}, err
 	}
-	cpu1, err := redisCPU(ctx, rdb)
+	cpu1, err := redisCPU(ctx, redis)
 	if err != nil {
 		return decisions{}, err
 	}
@@ -134,26 +131,11 @@ func decide(ctx context.Context, o Options, via inventory.Reserver, inv *invento
 
 // redisCPU is the user+system CPU time of every Redis master so far, in
 // microseconds.
-func redisCPU(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-	var mu sync.Mutex
-	var total int64
-	err := inventory.EachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
-		fields, err := info(ctx, c, "cpu")
-		if err != nil {
-			return err
-		}
-		var secs float64
-		for _, name := range []string{"used_cpu_sys", "used_cpu_user"} {
-			f, err := strconv.ParseFloat(fields[name], 64)
-			if err != nil {
-				return fmt.Errorf("INFO cpu: %s: %w", name, err)
-			}
-			secs += f
-		}
-		mu.Lock()
-		total += int64(secs * 1e6)
-		mu.Unlock()
-		return nil
-	})
-	return total, err
+func redisCPU(ctx context.Context, c rdb.Client) (int64, error) {
+	cpu, err := rdb.CPUSeconds(ctx, c)
+	var total float64
+	for _, secs := range cpu {
+		total += secs
+	}
+	return int64(total * 1e6), err
 }

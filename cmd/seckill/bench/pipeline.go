@@ -64,7 +64,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	m := worker.NewMetrics(prometheus.NewRegistry())
 	rc := system.RelayConfig(cfg)
 	rc.Poll = 50 * time.Millisecond
-	relay := worker.NewRelay(e.Redis, e.Inv.Keys(), e.Inv, e.Ledger, e.Broker, m, rc)
+	relay := worker.NewRelay(e.Inv, e.Ledger, e.Broker, m, rc)
 	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, system.WorkerConfig(cfg))
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)

@@ -1,22 +1,23 @@
-package inventory
+package rdb
 
 import "strconv"
 
-// Keys builds the Redis key names of every sale. The prefix separates
-// deployments and test runs.
+// Keys builds the name of every Redis key Seckill uses: this file is the
+// one place a key format is spelled. The prefix separates deployments and
+// test runs.
 //
 // A sale's stock lives in one or more parts: the whole sale, or (a sale
 // created with buckets: K) K buckets whose units add up to the sale's. Each
 // part has its own keys, all carrying the part's hash tag, so a script
 // touching them stays in one Redis Cluster slot: the sale id for the first
 // part ({7}), the sale id and a suffix for the others ({7.4}), chosen so
-// that the buckets land on different masters. A sale's stock is only ever
-// named through its parts (Store.Parts lists them): there is no key of
-// "the sale's stock" besides the first part's.
+// that the buckets land on different masters (package inventory names a
+// sale's parts).
 //
 // A few records belong to the sale as a whole, whatever its parts (buy
-// outcomes, capped users, proof-of-work challenges, chore turns); they
-// carry the sale id as their tag.
+// outcomes, capped users, proof-of-work challenges, the waiting room,
+// chore turns); they carry the sale id as their tag. The records of
+// sessions and sign-ins carry no tag: each is one key.
 type Keys struct {
 	prefix string
 }
@@ -24,18 +25,11 @@ type Keys struct {
 // NewKeys returns the key builder for a prefix such as "sk".
 func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
 
-// Part is one stock part of a sale: its sale id and its hash tag.
-type Part struct {
-	Sale int64
-	Tag  string
-}
+// Prefix is what starts every key.
+func (k Keys) Prefix() string { return k.prefix }
 
-// First is a sale's first part, the only one of a sale without buckets;
-// its stock hash also holds the tags of the others.
-func First(sale int64) Part { return Part{Sale: sale, Tag: strconv.FormatInt(sale, 10)} }
-
-// Of returns the keys of one part.
-func (k Keys) Of(p Part) PartKeys { return PartKeys{base: k.prefix + ":{" + p.Tag + "}:"} }
+// Part returns the keys of the stock part with hash tag tag.
+func (k Keys) Part(tag string) PartKeys { return PartKeys{base: k.prefix + ":{" + tag + "}:"} }
 
 // PartKeys names the keys of one part of a sale.
 type PartKeys struct{ base string }
@@ -54,7 +48,7 @@ func (p PartKeys) Reqs() string { return p.base + "reqs" }
 // Outbox is the stream of accepted order events, drained by the relay.
 func (p PartKeys) Outbox() string { return p.base + "outbox" }
 
-// Orders maps order id to the record of an accepted order (codec.go).
+// Orders maps order id to the record of an accepted order.
 func (p PartKeys) Orders() string { return p.base + "orders" }
 
 // Released is the set of order ids whose units went back on sale.
@@ -68,7 +62,7 @@ func (p PartKeys) Moves() string { return p.base + "moves" }
 func (p PartKeys) Arrived() string { return p.base + "arrived" }
 
 // Fence is a counter written only to learn when the replicas have every
-// write made to the part so far (see Store.Durable).
+// write made to the part so far (Replicas.Fence).
 func (p PartKeys) Fence() string { return p.base + "fence" }
 
 // All lists every key of the part, stock hash first.
@@ -103,3 +97,18 @@ func (k Keys) Turn(chore string, sale int64) string { return k.sale(sale) + "tur
 // or status (restock, release, status change, warm-up) is announced to
 // every server process.
 func (k Keys) StockChanged() string { return k.prefix + ":stock-changed" }
+
+// SignOuts maps each shopper who signed out to when (unix seconds, as the
+// score of a sorted set): tokens issued before are refused.
+func (k Keys) SignOuts() string { return k.prefix + ":signouts" }
+
+// SignedOut is the pub/sub channel announcing a shopper's sign-out.
+func (k Keys) SignedOut() string { return k.prefix + ":signed-out" }
+
+// AdminSession is an admin login session, by its token.
+func (k Keys) AdminSession(token string) string { return k.prefix + ":admin:session:" + token }
+
+// SignIn is a sign-in under way between its two requests (an OpenID
+// Connect login's state, a passkey ceremony's challenge), by its kind and
+// id.
+func (k Keys) SignIn(kind, id string) string { return k.prefix + ":signin:" + kind + ":" + id }

@@ -1,11 +1,9 @@
-package inventory
+package rdb
 
 import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Follow hands each message of a pub/sub channel to handle until ctx ends,
@@ -13,9 +11,9 @@ import (
 // nobody listened are lost, so every time the subscription is (re)made it
 // first calls caughtUp, for the caller to re-read or drop what it follows;
 // an error there is retried like a failed subscription.
-func Follow(ctx context.Context, rdb redis.UniversalClient, channel string, caughtUp func(context.Context) error, handle func(payload string)) {
+func Follow(ctx context.Context, c Client, channel string, caughtUp func(context.Context) error, handle func(payload string)) {
 	for ctx.Err() == nil {
-		sub := rdb.Subscribe(ctx, channel)
+		sub := c.Subscribe(ctx, channel)
 		_, err := sub.Receive(ctx)
 		if err == nil {
 			err = caughtUp(ctx)
@@ -23,7 +21,7 @@ func Follow(ctx context.Context, rdb redis.UniversalClient, channel string, caug
 		if err != nil {
 			sub.Close()
 			if ctx.Err() == nil {
-				slog.Warn("inventory: following a channel failed; retrying", "channel", channel, "err", err)
+				slog.Warn("rdb: following a channel failed; retrying", "channel", channel, "err", err)
 				t := time.NewTimer(time.Second)
 				select {
 				case <-ctx.Done():
