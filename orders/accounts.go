@@ -46,21 +46,21 @@ var ErrPasskeyTaken = seckill.Errorf(seckill.CodeInvalid, "This passkey is regis
 // (by its hash, good until expires): seckill.ErrEmailTaken if its email
 // has one already.
 func (s *Store) CreateAccount(ctx context.Context, a seckill.Account, tokenHash string, expires time.Time) error {
-	return s.InTx(ctx, func(tx *Store) error {
-		_, err := tx.exec.ExecContext(ctx, insertAccount, a.ID, a.Email, a.PasswordHash, a.VerifiedAt, a.CreatedAt.UTC())
+	return s.InTx(ctx, func(ctx context.Context) error {
+		_, err := s.q(ctx).ExecContext(ctx, insertAccount, a.ID, a.Email, a.PasswordHash, a.VerifiedAt, a.CreatedAt.UTC())
 		switch {
 		case Duplicate(err):
 			return seckill.ErrEmailTaken
 		case err != nil:
 			return failed("create account", err)
 		}
-		return tx.AddAccountToken(ctx, a.ID, tokenHash, expires)
+		return s.AddAccountToken(ctx, a.ID, tokenHash, expires)
 	})
 }
 
 // AddAccountToken stores another verification token of an account.
 func (s *Store) AddAccountToken(ctx context.Context, account, tokenHash string, expires time.Time) error {
-	_, err := s.exec.ExecContext(ctx, insertAccountToken, tokenHash, account, expires.UTC())
+	_, err := s.q(ctx).ExecContext(ctx, insertAccountToken, tokenHash, account, expires.UTC())
 	if err != nil {
 		return failed("add account token", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) Account(ctx context.Context, id string) (seckill.Account, error)
 
 func (s *Store) getAccount(ctx context.Context, query string, arg any) (seckill.Account, error) {
 	var r accountRow
-	err := sqlx.GetContext(ctx, s.exec, &r, query, arg)
+	err := sqlx.GetContext(ctx, s.q(ctx), &r, query, arg)
 	if errors.Is(err, sql.ErrNoRows) {
 		return seckill.Account{}, seckill.ErrNoAccount
 	}
@@ -96,13 +96,13 @@ func (s *Store) getAccount(ctx context.Context, query string, arg any) (seckill.
 // is unknown, expired or spent.
 func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.Time, check func(seckill.Account) error) (seckill.Account, error) {
 	var a seckill.Account
-	err := s.InTx(ctx, func(tx *Store) error {
+	err := s.InTx(ctx, func(ctx context.Context) error {
 		var t struct {
 			Account string     `db:"account_id"`
 			Expires time.Time  `db:"expires_at"`
 			Used    *time.Time `db:"used_at"`
 		}
-		err := sqlx.GetContext(ctx, tx.exec, &t, selectAccountToken+tx.dialect.lockRow, tokenHash)
+		err := sqlx.GetContext(ctx, s.q(ctx), &t, selectAccountToken+s.dialect.lockRow, tokenHash)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return seckill.ErrVerifyLink
@@ -111,18 +111,18 @@ func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.
 		case t.Used != nil, !now.Before(t.Expires):
 			return seckill.ErrVerifyLink
 		}
-		if a, err = tx.Account(ctx, t.Account); err != nil {
+		if a, err = s.Account(ctx, t.Account); err != nil {
 			return err
 		}
 		if err := check(a); err != nil {
 			return err
 		}
 		at := now.UTC().Truncate(time.Millisecond)
-		if _, err := tx.exec.ExecContext(ctx, spendAccountToken, at, tokenHash); err != nil {
+		if _, err := s.q(ctx).ExecContext(ctx, spendAccountToken, at, tokenHash); err != nil {
 			return failed("spend account token", err)
 		}
 		if a.VerifiedAt == nil {
-			if _, err := tx.exec.ExecContext(ctx, verifyAccount, at, a.ID); err != nil {
+			if _, err := s.q(ctx).ExecContext(ctx, verifyAccount, at, a.ID); err != nil {
 				return failed("verify account", err)
 			}
 			a.VerifiedAt = &at
@@ -135,7 +135,7 @@ func (s *Store) UseAccountToken(ctx context.Context, tokenHash string, now time.
 // AddPasskey stores a passkey of an account: its credential id (base64url)
 // and the credential as go-webauthn keeps it.
 func (s *Store) AddPasskey(ctx context.Context, account, id string, credential []byte, now time.Time) error {
-	_, err := s.exec.ExecContext(ctx, insertPasskey, id, account, string(credential), now.UTC())
+	_, err := s.q(ctx).ExecContext(ctx, insertPasskey, id, account, string(credential), now.UTC())
 	if Duplicate(err) {
 		return ErrPasskeyTaken
 	}
@@ -148,7 +148,7 @@ func (s *Store) AddPasskey(ctx context.Context, account, id string, credential [
 // Passkeys returns an account's passkeys' credentials.
 func (s *Store) Passkeys(ctx context.Context, account string) ([][]byte, error) {
 	var rows []string
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectPasskeys, account); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectPasskeys, account); err != nil {
 		return nil, failed("read passkeys", err)
 	}
 	out := make([][]byte, len(rows))
@@ -161,7 +161,7 @@ func (s *Store) Passkeys(ctx context.Context, account string) ([][]byte, error) 
 // UpdatePasskey replaces the credential of a passkey of an account (its
 // signature counter moved).
 func (s *Store) UpdatePasskey(ctx context.Context, account, id string, credential []byte) error {
-	res, err := s.exec.ExecContext(ctx, updatePasskey, string(credential), id, account)
+	res, err := s.q(ctx).ExecContext(ctx, updatePasskey, string(credential), id, account)
 	if err != nil {
 		return failed("update passkey", err)
 	}

@@ -48,7 +48,7 @@ const (
 // ctx's actor, at now.
 func (s *Store) AppendAudit(ctx context.Context, now time.Time, e seckill.AuditEntry) error {
 	a := seckill.ActorOf(ctx)
-	_, err := s.exec.ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, e.Action,
+	_, err := s.q(ctx).ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, e.Action,
 		nullable(e.SaleID), e.Owner, nullText(e.Before), nullText(e.After), a.IP)
 	if err != nil {
 		return failed("append to the audit log", err)
@@ -87,7 +87,7 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 	}
 	q, args = q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit)
 	var rows []auditRow
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
 		return nil, failed("read the audit log", err)
 	}
 	out := make([]seckill.AuditEntry, len(rows))

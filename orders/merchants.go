@@ -52,8 +52,8 @@ func merchantView(m seckill.Merchant) json.RawMessage {
 // CreateMerchant stores a new merchant (seckill.ErrEmailTaken for an
 // email taken) and its audit row, in one transaction.
 func (s *Store) CreateMerchant(ctx context.Context, m seckill.Merchant, now time.Time) (seckill.Merchant, error) {
-	err := s.InTx(ctx, func(tx *Store) error {
-		res, err := tx.exec.ExecContext(ctx, insertMerchant, m.Email, m.Name, m.PasswordHash, now.UTC().Truncate(time.Millisecond))
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		res, err := s.q(ctx).ExecContext(ctx, insertMerchant, m.Email, m.Name, m.PasswordHash, now.UTC().Truncate(time.Millisecond))
 		switch {
 		case Duplicate(err):
 			return seckill.ErrEmailTaken
@@ -64,10 +64,10 @@ func (s *Store) CreateMerchant(ctx context.Context, m seckill.Merchant, now time
 		if err != nil {
 			return failed("create merchant", err)
 		}
-		if m, err = tx.Merchant(ctx, id); err != nil {
+		if m, err = s.Merchant(ctx, id); err != nil {
 			return err
 		}
-		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditMerchantNew, Owner: m.ID, After: merchantView(m)})
+		return s.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditMerchantNew, Owner: m.ID, After: merchantView(m)})
 	})
 	return m, err
 }
@@ -84,7 +84,7 @@ func (s *Store) MerchantByEmail(ctx context.Context, email string) (seckill.Merc
 
 func (s *Store) getMerchant(ctx context.Context, q string, arg any) (seckill.Merchant, error) {
 	var r merchantRow
-	err := sqlx.GetContext(ctx, s.exec, &r, q, arg)
+	err := sqlx.GetContext(ctx, s.q(ctx), &r, q, arg)
 	if errors.Is(err, sql.ErrNoRows) {
 		return seckill.Merchant{}, seckill.ErrNoMerchant
 	}
@@ -97,7 +97,7 @@ func (s *Store) getMerchant(ctx context.Context, q string, arg any) (seckill.Mer
 // Merchants lists every merchant.
 func (s *Store) Merchants(ctx context.Context) ([]seckill.Merchant, error) {
 	var rows []merchantRow
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectMerchants); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectMerchants); err != nil {
 		return nil, failed("list merchants", err)
 	}
 	out := make([]seckill.Merchant, len(rows))
@@ -111,8 +111,8 @@ func (s *Store) Merchants(ctx context.Context) ([]seckill.Merchant, error) {
 // in one transaction.
 func (s *Store) SetMerchantDisabled(ctx context.Context, id int64, disabled bool, now time.Time) (seckill.Merchant, error) {
 	var m seckill.Merchant
-	err := s.InTx(ctx, func(tx *Store) error {
-		before, err := tx.getMerchant(ctx, selectMerchant+`id = ?`+tx.dialect.lockRow, id)
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		before, err := s.getMerchant(ctx, selectMerchant+`id = ?`+s.dialect.lockRow, id)
 		if err != nil {
 			return err
 		}
@@ -121,14 +121,14 @@ func (s *Store) SetMerchantDisabled(ctx context.Context, id int64, disabled bool
 		if disabled {
 			m.SessionsAfter = now.UnixMilli()
 		}
-		if _, err := tx.exec.ExecContext(ctx, disableMerchant, disabled, m.SessionsAfter, id); err != nil {
+		if _, err := s.q(ctx).ExecContext(ctx, disableMerchant, disabled, m.SessionsAfter, id); err != nil {
 			return failed(fmt.Sprintf("disable merchant %d", id), err)
 		}
 		action := seckill.AuditMerchantOn
 		if disabled {
 			action = seckill.AuditMerchantOff
 		}
-		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, Owner: id, Before: merchantView(before), After: merchantView(m)})
+		return s.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, Owner: id, Before: merchantView(before), After: merchantView(m)})
 	})
 	return m, err
 }
@@ -137,14 +137,14 @@ func (s *Store) SetMerchantDisabled(ctx context.Context, id int64, disabled bool
 // enrolment is confirmed; confirming writes the audit row, in one
 // transaction.
 func (s *Store) SetTOTP(ctx context.Context, id int64, secret string, confirmed bool, now time.Time) error {
-	return s.InTx(ctx, func(tx *Store) error {
-		if _, err := tx.exec.ExecContext(ctx, setTOTP, secret, confirmed, id); err != nil {
+	return s.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.q(ctx).ExecContext(ctx, setTOTP, secret, confirmed, id); err != nil {
 			return failed(fmt.Sprintf("second factor of merchant %d", id), err)
 		}
 		if !confirmed {
 			return nil
 		}
-		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPEnrol, Owner: id, After: json.RawMessage(`{"totp":true}`)})
+		return s.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPEnrol, Owner: id, After: json.RawMessage(`{"totp":true}`)})
 	})
 }
 
@@ -153,17 +153,17 @@ func (s *Store) SetTOTP(ctx context.Context, id int64, secret string, confirmed 
 // transaction.
 func (s *Store) ResetTOTP(ctx context.Context, id int64, now time.Time) (seckill.Merchant, error) {
 	var m seckill.Merchant
-	err := s.InTx(ctx, func(tx *Store) error {
-		before, err := tx.getMerchant(ctx, selectMerchant+`id = ?`+tx.dialect.lockRow, id)
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		before, err := s.getMerchant(ctx, selectMerchant+`id = ?`+s.dialect.lockRow, id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.exec.ExecContext(ctx, setTOTP, "", false, id); err != nil {
+		if _, err := s.q(ctx).ExecContext(ctx, setTOTP, "", false, id); err != nil {
 			return failed(fmt.Sprintf("second factor of merchant %d", id), err)
 		}
 		m = before
 		m.TOTPSecret, m.TOTPConfirmed = "", false
-		return tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPReset, Owner: id,
+		return s.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditTOTPReset, Owner: id,
 			Before: json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":%t}`, id, before.TOTPConfirmed)),
 			After:  json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":false}`, id))})
 	})
@@ -174,7 +174,7 @@ func (s *Store) ResetTOTP(ctx context.Context, id int64, now time.Time) (seckill
 // false if one of that step or a later one was used before (a code works
 // once).
 func (s *Store) UseTOTPStep(ctx context.Context, id, step int64) (bool, error) {
-	res, err := s.exec.ExecContext(ctx, useTOTPStep, step, id, step)
+	res, err := s.q(ctx).ExecContext(ctx, useTOTPStep, step, id, step)
 	if err != nil {
 		return false, failed("use a second-factor code", err)
 	}

@@ -30,7 +30,7 @@ func testOrderIsItsSaleMovement(t *testing.T, db *sqlx.DB) {
 	}
 	insert := func(os ...seckill.Order) {
 		t.Helper()
-		if err := ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+		if err := ledger.InsertOrders(ctx, os); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -43,14 +43,14 @@ func testInsertOrdersIsIdempotent(t *testing.T, db *sqlx.DB) {
 	}
 	// Three times in a row, and then concurrently, as redeliveries come.
 	for range 3 {
-		if err := ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+		if err := ledger.InsertOrders(ctx, os); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if err := ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+			if err := ledger.InsertOrders(ctx, os); err != nil {
 				t.Error(err)
 			}
 		})

@@ -13,31 +13,37 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// Store reads and writes the ledger, in MySQL or SQLite. A Store made by
-// InTx runs every query in that transaction.
+// Store reads and writes the ledger, in MySQL or SQLite. Its methods run
+// in the transaction InTx put in their context, if there is one.
 type Store struct {
 	db      *sqlx.DB
-	exec    sqlx.ExtContext
 	dialect dialect
 }
 
 // NewStore returns a Store on db (opened by Open or OpenSQLite).
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db, exec: db, dialect: dialectOf(db)} }
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db, dialect: dialectOf(db)} }
 
 // DB returns the connection pool behind the store.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
-// InTx runs fn with a Store bound to one transaction, committed if fn
-// returns nil and rolled back otherwise.
-func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
-	if _, ok := s.exec.(*sqlx.Tx); ok {
-		return fn(s)
+// txKey finds a store's transaction in a context: the pool's, so two
+// ledgers never share one.
+type txKey struct{ db *sqlx.DB }
+
+// InTx runs fn with a context that makes every method of the store run in
+// one transaction, committed if fn returns nil and rolled back otherwise.
+// Inside a transaction already, fn joins it. The application owns the
+// change (package sales opens the transaction and calls the store's plain
+// methods in order); the context must not outlive fn.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := ctx.Value(txKey{s.db}).(*sqlx.Tx); ok {
+		return fn(ctx)
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return failed("begin", err)
 	}
-	if err := fn(&Store{db: s.db, exec: tx, dialect: s.dialect}); err != nil {
+	if err := fn(context.WithValue(ctx, txKey{s.db}, tx)); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -45,6 +51,14 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 		return failed("commit", err)
 	}
 	return nil
+}
+
+// q is where a query of ctx runs: its transaction, or the pool.
+func (s *Store) q(ctx context.Context) sqlx.ExtContext {
+	if tx, ok := ctx.Value(txKey{s.db}).(*sqlx.Tx); ok {
+		return tx
+	}
+	return s.db
 }
 
 // failed wraps an error of the database doing op, marked
@@ -69,8 +83,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 // stored.
 func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	err := s.InTx(ctx, func(tx *Store) error {
-		res, err := tx.exec.ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		res, err := s.q(ctx).ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
 			sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Status, max(1, sale.Buckets),
 			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, sale.WaitingRoom, sale.QueueOpensAt.UTC(),
 			sale.AdmitPerSecond, sale.MerchantID, now, now)
@@ -81,16 +95,16 @@ func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time
 		if err != nil {
 			return failed("create sale", err)
 		}
-		if err := tx.addMovement(ctx, id, "", sale.Total, seckill.ReasonInitial, now); err != nil {
+		if err := s.addMovement(ctx, id, "", sale.Total, seckill.ReasonInitial, now); err != nil {
 			return err
 		}
-		if sale, err = tx.Sale(ctx, id); err != nil {
+		if sale, err = s.Sale(ctx, id); err != nil {
 			return err
 		}
 		// The row first: Redis's step stays the last before the commit, so
 		// a failure of the ledger never leaves it changed alone.
 		_, after := seckill.SaleChanges(seckill.Sale{}, sale)
-		if err := tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditSaleCreate, SaleID: id, Owner: sale.MerchantID, After: after}); err != nil {
+		if err := s.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditSaleCreate, SaleID: id, Owner: sale.MerchantID, After: after}); err != nil {
 			return err
 		}
 		return load(sale)
@@ -107,7 +121,7 @@ func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta
 	if order != "" {
 		orderID = order
 	}
-	if _, err := s.exec.ExecContext(ctx, insertMovement, sale, orderID, delta, reason, now.UTC()); err != nil {
+	if _, err := s.q(ctx).ExecContext(ctx, insertMovement, sale, orderID, delta, reason, now.UTC()); err != nil {
 		return failed(fmt.Sprintf("%s movement of sale %d", reason, sale), err)
 	}
 	return nil
@@ -130,8 +144,8 @@ WHERE id = ?`
 func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
 	apply func(before, after seckill.Sale) error) (seckill.Sale, error) {
 	var after seckill.Sale
-	err := s.InTx(ctx, func(tx *Store) error {
-		before, err := tx.getSale(ctx, selectSale+tx.dialect.lockRow, id)
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		before, err := s.getSale(ctx, selectSale+s.dialect.lockRow, id)
 		if err != nil {
 			return err
 		}
@@ -144,7 +158,7 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action 
 		if added < 0 {
 			return fmt.Errorf("orders: sale %d: the total only grows (%d to %d)", id, before.Total, after.Total)
 		}
-		_, err = tx.exec.ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
+		_, err = s.q(ctx).ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
 			after.PerUserLimit, after.StartsAt.UTC(), after.EndsAt.UTC(), after.Status, after.RequireTicket,
 			after.PowDifficulty, after.VerifiedOnly, after.WaitingRoom, after.QueueOpensAt.UTC(), after.AdmitPerSecond,
 			after.MerchantID, after.UpdatedAt, id)
@@ -152,12 +166,12 @@ func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action 
 			return failed(fmt.Sprintf("update sale %d", id), err)
 		}
 		if added > 0 {
-			if err := tx.addMovement(ctx, id, "", added, seckill.ReasonRestock, now); err != nil {
+			if err := s.addMovement(ctx, id, "", added, seckill.ReasonRestock, now); err != nil {
 				return err
 			}
 		}
 		was, is := seckill.SaleChanges(before, after)
-		err = tx.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, SaleID: id, Owner: before.MerchantID, Before: was, After: is})
+		err = s.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, SaleID: id, Owner: before.MerchantID, Before: was, After: is})
 		if err != nil {
 			return err
 		}
@@ -178,7 +192,7 @@ func (s *Store) Sale(ctx context.Context, id int64) (seckill.Sale, error) {
 
 func (s *Store) getSale(ctx context.Context, q string, id int64) (seckill.Sale, error) {
 	var row saleRow
-	err := sqlx.GetContext(ctx, s.exec, &row, q, id)
+	err := sqlx.GetContext(ctx, s.q(ctx), &row, q, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return seckill.Sale{}, fmt.Errorf("orders: sale %d: %w", id, seckill.ErrSaleNotFound)
 	}
@@ -205,7 +219,7 @@ func (s *Store) MerchantSales(ctx context.Context, merchant int64, limit int) ([
 
 func (s *Store) sales(ctx context.Context, q string, args ...any) ([]seckill.Sale, error) {
 	var rows []saleRow
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
 		return nil, failed("list sales", err)
 	}
 	out := make([]seckill.Sale, len(rows))
@@ -220,7 +234,7 @@ const selectSaleIDs = `SELECT id FROM sales WHERE ends_at > ? ORDER BY id`
 // SaleIDs lists the ids of sales that end after endedAfter.
 func (s *Store) SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error) {
 	var ids []int64
-	if err := sqlx.SelectContext(ctx, s.exec, &ids, selectSaleIDs, endedAfter.UTC()); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &ids, selectSaleIDs, endedAfter.UTC()); err != nil {
 		return nil, failed("list sale ids", err)
 	}
 	return ids, nil
@@ -236,8 +250,12 @@ const insertOrdersHead = `INSERT INTO orders
 // InsertOrders writes orders with multi-row INSERTs; each is its sale's
 // stock movement of -qty (see Totals), so no movement row is written.
 // Orders already present are left as they are, so a redelivered event is
-// a no-op. Run it in InTx to write a batch atomically.
+// a no-op. The batch is written in one transaction (ctx's, if it has one).
 func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
+	return s.InTx(ctx, func(ctx context.Context) error { return s.insertOrders(ctx, os) })
+}
+
+func (s *Store) insertOrders(ctx context.Context, os []seckill.Order) error {
 	for len(os) > 0 {
 		n := min(len(os), maxRowsPerInsert)
 		chunk := os[:n]
@@ -254,7 +272,7 @@ func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 				o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC())
 		}
 		b.WriteString(s.dialect.skipDuplicates)
-		if _, err := s.exec.ExecContext(ctx, b.String(), args...); err != nil {
+		if _, err := s.q(ctx).ExecContext(ctx, b.String(), args...); err != nil {
 			return failed(fmt.Sprintf("insert %d orders", n), err)
 		}
 	}
@@ -269,7 +287,7 @@ const selectOrder = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
 // Order returns one order, or seckill.ErrOrderNotFound.
 func (s *Store) Order(ctx context.Context, id string) (seckill.Order, error) {
 	var row orderRow
-	err := sqlx.GetContext(ctx, s.exec, &row, selectOrder, id)
+	err := sqlx.GetContext(ctx, s.q(ctx), &row, selectOrder, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return seckill.Order{}, fmt.Errorf("orders: order %s: %w", id, seckill.ErrOrderNotFound)
 	}
@@ -282,7 +300,7 @@ func (s *Store) Order(ctx context.Context, id string) (seckill.Order, error) {
 // selectOrders runs a query for orders.
 func (s *Store) selectOrders(ctx context.Context, what, q string, args ...any) ([]seckill.Order, error) {
 	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
 		return nil, failed(what, err)
 	}
 	out := make([]seckill.Order, len(rows))
@@ -309,13 +327,13 @@ WHERE id = ? AND user_id = ? AND status = 'pending' AND expires_at > ?`
 // one whose window has closed (the caller cancels it).
 func (s *Store) Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error) {
 	var o seckill.Order
-	err := s.InTx(ctx, func(tx *Store) error {
-		res, err := tx.exec.ExecContext(ctx, payOrder, now.UTC(), id, user, now.UTC())
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		res, err := s.q(ctx).ExecContext(ctx, payOrder, now.UTC(), id, user, now.UTC())
 		if err != nil {
 			return failed("pay "+id, err)
 		}
 		paid, _ := res.RowsAffected()
-		if o, err = tx.Order(ctx, id); err != nil {
+		if o, err = s.Order(ctx, id); err != nil {
 			return err
 		}
 		if o.UserID != user {
@@ -341,16 +359,16 @@ const cancelOrder = `UPDATE orders SET status = 'cancelled', cancelled_at = ? WH
 // cancelled).
 func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error) {
 	var o seckill.Order
-	err := s.InTx(ctx, func(tx *Store) error {
-		res, err := tx.exec.ExecContext(ctx, cancelOrder, now.UTC(), id)
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		res, err := s.q(ctx).ExecContext(ctx, cancelOrder, now.UTC(), id)
 		if err != nil {
 			return failed("cancel "+id, err)
 		}
-		if o, err = tx.Order(ctx, id); err != nil {
+		if o, err = s.Order(ctx, id); err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			if err := tx.addMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
+			if err := s.addMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
 				return err
 			}
 		}
@@ -400,7 +418,7 @@ func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) 
 		Units  int64  `db:"units"`
 	}
 	what := fmt.Sprintf("totals of sale %d", sale)
-	if err := sqlx.SelectContext(ctx, s.exec, &os, selectOrderSums, sale); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &os, selectOrderSums, sale); err != nil {
 		return seckill.Totals{}, failed(what, err)
 	}
 	for _, r := range os {
@@ -411,7 +429,7 @@ func (s *Store) Totals(ctx context.Context, sale int64) (seckill.Totals, error) 
 		Reason string `db:"reason"`
 		Units  int64  `db:"units"`
 	}
-	if err := sqlx.SelectContext(ctx, s.exec, &ms, selectMovementSums, sale); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &ms, selectMovementSums, sale); err != nil {
 		return seckill.Totals{}, failed(what, err)
 	}
 	for _, r := range ms {
@@ -431,7 +449,7 @@ func (s *Store) SoldHistory(ctx context.Context, sale int64, from, to time.Time,
 		At  time.Time `db:"created_at"`
 		Qty int64     `db:"qty"`
 	}
-	if err := sqlx.SelectContext(ctx, s.exec, &rows, selectSoldTimes, sale, from.UTC(), to.UTC()); err != nil {
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectSoldTimes, sale, from.UTC(), to.UTC()); err != nil {
 		return nil, failed(fmt.Sprintf("history of sale %d", sale), err)
 	}
 	out := make([]int64, n)

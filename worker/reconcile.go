@@ -108,12 +108,12 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 		os  []seckill.Order
 	)
 	// One transaction: a consistent MySQL snapshot, taken after Redis's.
-	err = rc.ledger.InTx(ctx, func(tx *orders.Store) error {
+	err = rc.ledger.InTx(ctx, func(ctx context.Context) error {
 		var err error
-		if led, err = tx.Totals(ctx, sale); err != nil {
+		if led, err = rc.ledger.Totals(ctx, sale); err != nil {
 			return err
 		}
-		os, err = tx.SaleOrders(ctx, sale)
+		os, err = rc.ledger.SaleOrders(ctx, sale)
 		return err
 	})
 	if err != nil {
@@ -312,7 +312,7 @@ func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing
 			latest = o.ExpiresAt
 		}
 	}
-	if err := rc.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) }); err != nil {
+	if err := rc.ledger.InsertOrders(ctx, os); err != nil {
 		return 0, err
 	}
 	if rc.cfg.Bus != nil {

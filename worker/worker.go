@@ -277,7 +277,7 @@ func ackAll(ds []bus.Delivery) error {
 // is not the ledger refusing the data: the messages are held meanwhile.
 func (w *Worker) write(ctx context.Context, os []seckill.Order) error {
 	return w.retry(ctx, "writing orders", func() error {
-		return w.ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, os) })
+		return w.ledger.InsertOrders(ctx, os)
 	})
 }
 

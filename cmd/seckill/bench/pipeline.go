@@ -14,7 +14,6 @@ import (
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/worker"
 )
@@ -43,7 +42,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	start := time.Now()
 	for i := 0; i < n; i += cfg.WorkerBatch {
 		chunk := ordersOf(raw[i:min(i+cfg.WorkerBatch, n)], cfg.PaymentWindow)
-		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, chunk) }); err != nil {
+		if err := e.Ledger.InsertOrders(ctx, chunk); err != nil {
 			return Table{}, err
 		}
 	}
@@ -195,7 +194,7 @@ func naiveConsume(ctx context.Context, e *Env, evs []seckill.Event, d time.Durat
 			return done, time.Since(start), err
 		}
 		o := ordersOf([]seckill.Event{ev}, e.Config.PaymentWindow)
-		if err := e.Ledger.InTx(ctx, func(tx *orders.Store) error { return tx.InsertOrders(ctx, o) }); err != nil {
+		if err := e.Ledger.InsertOrders(ctx, o); err != nil {
 			return done, time.Since(start), err
 		}
 		if err := dl.Ack(); err != nil {
