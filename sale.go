@@ -1,6 +1,8 @@
 package seckill
 
 import (
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -53,6 +55,21 @@ const (
 	ActionResume Action = "resume"
 	ActionEnd    Action = "end"
 )
+
+// After is the status a sale in status s has after action a, as
+// status.lua decides it in Redis: ending is final, so an ended sale can be
+// neither paused nor resumed (ErrEnded).
+func (s Status) After(a Action) (Status, error) {
+	switch {
+	case a == ActionEnd:
+		return StatusEnded, nil
+	case s == StatusEnded:
+		return s, ErrEnded
+	case a == ActionPause:
+		return StatusPaused, nil
+	}
+	return StatusActive, nil
+}
 
 // Phase is a sale's state as shoppers see it at a moment.
 type Phase string
@@ -113,24 +130,142 @@ type Sale struct {
 	UpdatedAt  time.Time
 }
 
-// SalePatch holds the fields of a sale a merchant may change; nil fields stay.
+// SalePatch holds the fields of a sale a merchant may change, by their
+// API names; nil fields stay.
 type SalePatch struct {
-	Name          *string
-	Item          *string
-	PriceCents    *int64
-	PerUserLimit  *int64
-	StartsAt      *time.Time
-	EndsAt        *time.Time
-	RequireTicket *bool
-	PowDifficulty *int
-	VerifiedOnly  *bool
+	Name          *string    `json:"name"`
+	Item          *string    `json:"item"`
+	PriceCents    *int64     `json:"price_cents"`
+	PerUserLimit  *int64     `json:"per_user_limit"`
+	StartsAt      *time.Time `json:"starts_at"`
+	EndsAt        *time.Time `json:"ends_at"`
+	RequireTicket *bool      `json:"require_ticket"`
+	PowDifficulty *int       `json:"pow_difficulty"`
+	VerifiedOnly  *bool      `json:"verified_only"`
 	// The waiting room's settings.
-	WaitingRoom    *bool
-	QueueOpensAt   *time.Time
-	AdmitPerSecond *int64
+	WaitingRoom    *bool      `json:"waiting_room"`
+	QueueOpensAt   *time.Time `json:"queue_opens_at"`
+	AdmitPerSecond *int64     `json:"admit_per_second"`
 	// MerchantID hands the sale to another merchant (the operator only).
-	MerchantID *int64
+	MerchantID *int64 `json:"merchant_id"`
 }
+
+// SaleInput is what a merchant sends to create a sale or change one
+// (API.md): the changeable fields, and the two fixed at creation.
+type SaleInput struct {
+	SalePatch
+	Total   *int64 `json:"total"`
+	Buckets *int   `json:"buckets"`
+}
+
+// NewSale is the sale in creates, active, with the defaults of what it
+// leaves out (one bucket, a room opening DefaultQueueLead before the
+// start, admitting DefaultAdmitPerSecond), or an invalid_request error
+// listing every field that is missing or breaks a rule. Names lose
+// surrounding white space first, so what is validated is what is stored.
+func (in SaleInput) NewSale() (Sale, error) {
+	var fs []FieldError
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"name", in.Name != nil}, {"item", in.Item != nil}, {"price_cents", in.PriceCents != nil},
+		{"total", in.Total != nil}, {"per_user_limit", in.PerUserLimit != nil},
+		{"starts_at", in.StartsAt != nil}, {"ends_at", in.EndsAt != nil},
+	} {
+		if !f.set {
+			fs = append(fs, FieldError{Field: f.name, Message: msgRequired})
+		}
+	}
+	if len(fs) > 0 {
+		return Sale{}, Invalid(fs...)
+	}
+	// Zeros given are out of range, not the defaults left out.
+	if in.Buckets != nil && *in.Buckets == 0 {
+		fs = append(fs, FieldError{Field: "buckets", Message: msgBuckets})
+	}
+	if in.AdmitPerSecond != nil && *in.AdmitPerSecond == 0 {
+		fs = append(fs, FieldError{Field: "admit_per_second", Message: msgAdmitPerSecond})
+	}
+	if in.QueueOpensAt != nil && in.QueueOpensAt.IsZero() {
+		fs = append(fs, FieldError{Field: "queue_opens_at", Message: msgSaleTime})
+	}
+	if len(fs) > 0 {
+		return Sale{}, Invalid(fs...)
+	}
+	s := Sale{Total: *in.Total, Status: StatusActive}.Apply(in.trimmed())
+	if in.Buckets != nil {
+		s.Buckets = *in.Buckets
+	}
+	s = s.WithDefaults()
+	return s, s.Validate()
+}
+
+// Input is what creates s (a sale made in code: a demo, a test): every
+// field given, but those left to their defaults while zero (the buckets,
+// the room's opening and rate). SaleInput.NewSale of it is s, active.
+func (s Sale) Input() SaleInput {
+	in := SaleInput{Total: &s.Total, SalePatch: SalePatch{
+		Name: &s.Name, Item: &s.Item, PriceCents: &s.PriceCents, PerUserLimit: &s.PerUserLimit,
+		StartsAt: &s.StartsAt, EndsAt: &s.EndsAt, RequireTicket: &s.RequireTicket, PowDifficulty: &s.PowDifficulty,
+		VerifiedOnly: &s.VerifiedOnly, WaitingRoom: &s.WaitingRoom, MerchantID: &s.MerchantID,
+	}}
+	if s.Buckets != 0 {
+		in.Buckets = &s.Buckets
+	}
+	if !s.QueueOpensAt.IsZero() {
+		in.QueueOpensAt = &s.QueueOpensAt
+	}
+	if s.AdmitPerSecond != 0 {
+		in.AdmitPerSecond = &s.AdmitPerSecond
+	}
+	return in
+}
+
+// Change is the change in says, or an invalid_request error naming the
+// fields that are fixed once a sale exists (its total changes by restock
+// only; its buckets never).
+func (in SaleInput) Change() (SalePatch, error) {
+	var fs []FieldError
+	if in.Total != nil {
+		fs = append(fs, FieldError{Field: "total", Message: "changes only by restock"})
+	}
+	if in.Buckets != nil {
+		fs = append(fs, FieldError{Field: "buckets", Message: "is fixed when the sale is created"})
+	}
+	if len(fs) > 0 {
+		return SalePatch{}, Invalid(fs...)
+	}
+	return in.trimmed(), nil
+}
+
+// trimmed is the patch with its names' surrounding white space dropped.
+func (in SaleInput) trimmed() SalePatch {
+	p := in.SalePatch
+	p.Name, p.Item = trimmed(p.Name), trimmed(p.Item)
+	return p
+}
+
+func trimmed(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*s)
+	return &t
+}
+
+// The messages of the sale's rules, each written once.
+var (
+	msgRequired       = "is required"
+	msgPrice          = fmt.Sprintf("must be between 0 and %d", MaxPriceCents)
+	msgTotal          = fmt.Sprintf("must be between 1 and %d", MaxTotal)
+	msgBuckets        = fmt.Sprintf("must be between 1 and %d", MaxBuckets)
+	msgPow            = fmt.Sprintf("must be between 0 and %d", MaxPowDifficulty)
+	msgAdmitPerSecond = fmt.Sprintf("must be between 1 and %d", MaxAdmitPerSecond)
+	msgSaleTime       = fmt.Sprintf("must lie between the years %d and %d", MinSaleTime.Year(), MaxSaleTime.Year())
+	msgRestock        = fmt.Sprintf("must be between 1 and %d", MaxTotal)
+	msgRestockTotal   = fmt.Sprintf("would take the total over %d", MaxTotal)
+)
 
 // Apply returns the sale with the patch's fields set. A start moved
 // without a new queue_opens_at moves the room's opening with it.
@@ -152,6 +287,28 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.AdmitPerSecond, p.AdmitPerSecond)
 	set(&s.MerchantID, p.MerchantID)
 	return s
+}
+
+// Patched is the sale with p applied at now, validated: a sale with a
+// waiting room keeps the room's setup once it started (the admission rate
+// may still change).
+func (s Sale) Patched(p SalePatch, now time.Time) (Sale, error) {
+	if f := s.RoomChange(p); f != "" && !now.Before(s.StartsAt) {
+		return s, Invalid(FieldError{Field: f,
+			Message: "is fixed once a sale with a waiting room has started (the admission rate may still change)"})
+	}
+	after := s.Apply(p)
+	return after, after.Validate()
+}
+
+// Restocked is the sale with qty units added to its total, or what is
+// wrong with qty (ValidRestock).
+func (s Sale) Restocked(qty int64) (Sale, error) {
+	if err := ValidRestock(s.Total, qty); err != nil {
+		return s, err
+	}
+	s.Total += qty
+	return s, nil
 }
 
 // WithDefaults fills what a new sale may leave out: one bucket, a room
@@ -207,22 +364,22 @@ func (s Sale) Validate() error {
 		bad("item", msg)
 	}
 	if s.PriceCents < 0 || s.PriceCents > MaxPriceCents {
-		bad("price_cents", "must be between 0 and 10000000000")
+		bad("price_cents", msgPrice)
 	}
 	if s.Total < 1 || s.Total > MaxTotal {
-		bad("total", "must be between 1 and 100000000")
+		bad("total", msgTotal)
 	}
 	if s.PerUserLimit < 1 || s.PerUserLimit > s.Total {
 		bad("per_user_limit", "must be between 1 and the total")
 	}
 	if s.Buckets < 1 || s.Buckets > MaxBuckets {
-		bad("buckets", "must be between 1 and 64")
+		bad("buckets", msgBuckets)
 	}
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
-		bad("pow_difficulty", "must be between 0 and 32")
+		bad("pow_difficulty", msgPow)
 	}
 	if s.AdmitPerSecond < 1 || s.AdmitPerSecond > MaxAdmitPerSecond {
-		bad("admit_per_second", "must be between 1 and 100000")
+		bad("admit_per_second", msgAdmitPerSecond)
 	}
 	for _, f := range []struct {
 		name string
@@ -230,9 +387,9 @@ func (s Sale) Validate() error {
 	}{{"starts_at", s.StartsAt}, {"ends_at", s.EndsAt}, {"queue_opens_at", s.QueueOpensAt}} {
 		switch {
 		case f.at.IsZero():
-			bad(f.name, "is required")
+			bad(f.name, msgRequired)
 		case f.at.Before(MinSaleTime) || f.at.After(MaxSaleTime):
-			bad(f.name, "must lie between the years 2000 and 9999")
+			bad(f.name, msgSaleTime)
 		}
 	}
 	if !s.EndsAt.IsZero() && !s.StartsAt.Before(s.EndsAt) {
@@ -252,9 +409,9 @@ func (s Sale) Validate() error {
 func ValidRestock(total, qty int64) error {
 	switch {
 	case qty < 1 || qty > MaxTotal:
-		return Invalid(FieldError{"qty", "must be between 1 and 100000000"})
+		return Invalid(FieldError{"qty", msgRestock})
 	case total+qty > MaxTotal:
-		return Invalid(FieldError{"qty", "would take the total over 100000000"})
+		return Invalid(FieldError{"qty", msgRestockTotal})
 	}
 	return nil
 }

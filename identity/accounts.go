@@ -45,9 +45,9 @@ type Accounts struct {
 	mail  Mailer
 	cfg   AccountsConfig
 	now   func() time.Time
-	// decoy is a hash of no password, checked when an email has no
-	// account, so that such a sign-in costs what a wrong password does.
-	decoy string
+	// passwords check a sign-in; an email without an account costs what
+	// a wrong password does.
+	passwords Passwords
 }
 
 // NewAccounts returns the accounts kept in store, their mail sent by mail.
@@ -60,7 +60,7 @@ func NewAccounts(store AccountStore, mail Mailer, cfg AccountsConfig, now func()
 	}
 	return &Accounts{
 		store: store, mail: mail, cfg: cfg, now: now,
-		decoy: cfg.Argon2.Hash(randomToken()),
+		passwords: NewPasswords(cfg.Argon2),
 	}
 }
 
@@ -200,18 +200,14 @@ func (a *Accounts) SignIn(ctx context.Context, email, password string) (sessions
 		return sessions.User{}, ErrWrongCredentials
 	}
 	acc, err := a.store.AccountByEmail(ctx, norm)
-	hash := acc.PasswordHash
-	switch {
-	case errors.Is(err, seckill.ErrNoAccount):
-		hash = a.decoy
-	case err != nil:
+	if err != nil && !errors.Is(err, seckill.ErrNoAccount) {
 		return sessions.User{}, err
 	}
-	ok, err := a.check(ctx, hash, password)
+	ok, err := a.passwords.Match(ctx, err == nil, acc.PasswordHash, password)
 	if err != nil {
 		return sessions.User{}, err
 	}
-	if !ok || acc.ID == "" {
+	if !ok {
 		return sessions.User{}, ErrWrongCredentials
 	}
 	return accountUser(acc), nil
@@ -235,8 +231,4 @@ func (a *Accounts) User(ctx context.Context, id string) (sessions.User, error) {
 
 func (a *Accounts) hash(ctx context.Context, password string) (string, error) {
 	return HashPassword(ctx, a.cfg.Argon2, password)
-}
-
-func (a *Accounts) check(ctx context.Context, hash, password string) (bool, error) {
-	return VerifyPassword(ctx, hash, password)
 }

@@ -96,3 +96,23 @@ func VerifyPassword(ctx context.Context, encoded, password string) (bool, error)
 	defer func() { <-hashing }()
 	return CheckPassword(encoded, password)
 }
+
+// Passwords checks sign-ins against the stored hashes. For a name nobody
+// has it checks a decoy hash instead, so an unknown name costs what a
+// wrong password does: timing tells a guesser nothing. Shoppers' accounts
+// and merchants sign in through it alike.
+type Passwords struct{ decoy string }
+
+// NewPasswords makes the decoy with p's parameters, as a real hash has
+// them.
+func NewPasswords(p Argon2) Passwords { return Passwords{decoy: p.Hash(randomToken())} }
+
+// Match reports whether password is the one hash holds, in its turn;
+// found false (no such name) checks the decoy and answers false.
+func (p Passwords) Match(ctx context.Context, found bool, hash, password string) (bool, error) {
+	if !found {
+		hash = p.decoy
+	}
+	ok, err := VerifyPassword(ctx, hash, password)
+	return ok && found, err
+}

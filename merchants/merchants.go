@@ -1,15 +1,21 @@
-// Package merchants is the merchants of the admin panel: accounts the
-// operator creates, disables and enables, each signing in with its email,
-// password (argon2id, as the shoppers' accounts) and, once enrolled, a
-// TOTP code. What a merchant may do with sales is package sales' to
-// decide (seckill.Actor.Owns); this package says who the merchant is.
+// Package merchants is the merchants of the admin panel and the panel's
+// sign-in: accounts the operator creates, disables and enables, each
+// signing in with its email, password (argon2id, as the shoppers'
+// accounts) and, once enrolled, a TOTP code; the operator with the
+// configured password. It owns each change of a merchant as package sales
+// owns a sale's: one transaction, plain store methods, the audit row
+// (package audit) — and records every sign-in and failed sign-in. What a
+// merchant may do with sales is package sales' to decide
+// (seckill.Actor.Owns); this package says who the merchant is.
 package merchants
 
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -21,29 +27,54 @@ import (
 	"github.com/seckill/seckill/identity"
 )
 
-// Store keeps the merchants (orders.Store).
+// Store keeps the merchants (orders.Store): its methods run in the
+// transaction InTx puts in their context.
 type Store interface {
-	CreateMerchant(ctx context.Context, m seckill.Merchant, now time.Time) (seckill.Merchant, error)
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+	InsertMerchant(ctx context.Context, m seckill.Merchant) (int64, error)
 	Merchant(ctx context.Context, id int64) (seckill.Merchant, error)
+	MerchantForUpdate(ctx context.Context, id int64) (seckill.Merchant, error)
 	MerchantByEmail(ctx context.Context, email string) (seckill.Merchant, error)
 	Merchants(ctx context.Context) ([]seckill.Merchant, error)
-	SetMerchantDisabled(ctx context.Context, id int64, disabled bool, now time.Time) (seckill.Merchant, error)
-	SetTOTP(ctx context.Context, id int64, secret string, confirmed bool, now time.Time) error
+	UpdateMerchant(ctx context.Context, m seckill.Merchant) error
 	UseTOTPStep(ctx context.Context, id, step int64) (bool, error)
-	ResetTOTP(ctx context.Context, id int64, now time.Time) (seckill.Merchant, error)
 }
 
-// Service manages merchants and checks their logins.
+// Auditor records a change or a sign-in in the audit log, in the
+// transaction of the change (audit.Service).
+type Auditor interface {
+	Record(ctx context.Context, e seckill.AuditEntry) error
+}
+
+// Sessions are the admin sessions (sessions.Admins): the operator's
+// password opens one; a merchant's is opened once this package checked it.
+type Sessions interface {
+	Login(ctx context.Context, password string) (string, time.Time, error)
+	Open(ctx context.Context, who string) (string, time.Time, error)
+	Logout(ctx context.Context, sess string) error
+}
+
+// Service manages merchants and signs admins in.
 type Service struct {
-	store  Store
-	argon2 identity.Argon2
-	now    func() time.Time
-	decoy  string
+	store     Store
+	audit     Auditor
+	sessions  Sessions
+	argon2    identity.Argon2
+	passwords identity.Passwords
+	now       func() time.Time
 }
 
-// New returns the merchants kept in store.
-func New(store Store, now func() time.Time) *Service {
-	return &Service{store: store, argon2: identity.OWASP, now: now, decoy: identity.OWASP.Hash("no merchant has this")}
+// New returns the merchants kept in store, their changes and sign-ins
+// recorded by audit, their sessions opened by sessions.
+func New(store Store, audit Auditor, sessions Sessions, now func() time.Time) *Service {
+	return &Service{store: store, audit: audit, sessions: sessions, argon2: identity.OWASP,
+		passwords: identity.NewPasswords(identity.OWASP), now: now}
+}
+
+// view is what the audit log keeps of a merchant.
+func view(m seckill.Merchant) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": m.ID, "email": m.Email, "name": m.Name, "disabled": m.Disabled})
+	return b
 }
 
 // Refusals.
@@ -90,7 +121,18 @@ func (s *Service) Create(ctx context.Context, email, name, password string) (sec
 	if err != nil {
 		return seckill.Merchant{}, err
 	}
-	return s.store.CreateMerchant(ctx, seckill.Merchant{Email: norm, Name: name, PasswordHash: hash}, s.now())
+	var m seckill.Merchant
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		id, err := s.store.InsertMerchant(ctx, seckill.Merchant{Email: norm, Name: name, PasswordHash: hash, CreatedAt: s.now()})
+		if err != nil {
+			return err
+		}
+		if m, err = s.store.Merchant(ctx, id); err != nil {
+			return err
+		}
+		return s.audit.Record(ctx, seckill.AuditEntry{Action: seckill.AuditMerchantNew, Owner: m.ID, After: view(m)})
+	})
+	return m, err
 }
 
 // List returns every merchant (the operator only).
@@ -107,7 +149,39 @@ func (s *Service) SetDisabled(ctx context.Context, id int64, disabled bool) (sec
 	if err := operatorOnly(ctx); err != nil {
 		return seckill.Merchant{}, err
 	}
-	return s.store.SetMerchantDisabled(ctx, id, disabled, s.now())
+	action := seckill.AuditMerchantOn
+	if disabled {
+		action = seckill.AuditMerchantOff
+	}
+	return s.change(ctx, id, func(m seckill.Merchant) (seckill.Merchant, seckill.AuditEntry) {
+		before := m
+		m.Disabled = disabled
+		if disabled {
+			m.SessionsAfter = s.now().UnixMilli()
+		}
+		return m, seckill.AuditEntry{Action: action, Before: view(before), After: view(m)}
+	})
+}
+
+// change changes one merchant in one transaction: it locks its row, asks
+// edit for the merchant as it is to be and the audit row that records it,
+// writes both and commits.
+func (s *Service) change(ctx context.Context, id int64, edit func(seckill.Merchant) (seckill.Merchant, seckill.AuditEntry)) (seckill.Merchant, error) {
+	var m seckill.Merchant
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		before, err := s.store.MerchantForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		var e seckill.AuditEntry
+		m, e = edit(before)
+		if err := s.store.UpdateMerchant(ctx, m); err != nil {
+			return err
+		}
+		e.Owner = id
+		return s.audit.Record(ctx, e)
+	})
+	return m, err
 }
 
 // ResetTOTP removes a merchant's second factor (the operator only): a
@@ -117,45 +191,112 @@ func (s *Service) ResetTOTP(ctx context.Context, id int64) (seckill.Merchant, er
 	if err := operatorOnly(ctx); err != nil {
 		return seckill.Merchant{}, err
 	}
-	return s.store.ResetTOTP(ctx, id, s.now())
+	return s.change(ctx, id, func(m seckill.Merchant) (seckill.Merchant, seckill.AuditEntry) {
+		was := m.TOTPConfirmed
+		m.TOTPSecret, m.TOTPConfirmed = "", false
+		return m, seckill.AuditEntry{Action: seckill.AuditTOTPReset,
+			Before: json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":%t}`, id, was)),
+			After:  json.RawMessage(fmt.Sprintf(`{"id":%d,"totp":false}`, id))}
+	})
 }
 
-// Login checks a merchant's email, password and (once enrolled) TOTP
-// code, each code once. Every refusal is ErrWrongLogin, and an unknown
-// email costs what a wrong password does.
-func (s *Service) Login(ctx context.Context, email, password, code string) (seckill.Merchant, error) {
-	norm, err := identity.NormalizeEmail(email)
+// Credentials are what an admin signs in with: the operator its
+// password alone (Email nil); a merchant its email, password and, once
+// enrolled, the code of its authenticator app.
+type Credentials struct {
+	Email    *string
+	Password string
+	TOTP     string
+}
+
+// Session is an open admin session: its token, when it ends, and whose it
+// is.
+type Session struct {
+	Token   string
+	Expires time.Time
+	Actor   seckill.Actor
+}
+
+// Operator is the configured admin password's and token's actor.
+var Operator = seckill.Actor{ID: seckill.RoleOperator, Role: seckill.RoleOperator}
+
+// Actor is merchant m acting.
+func Actor(m seckill.Merchant) seckill.Actor {
+	return seckill.Actor{ID: m.Email, Role: seckill.RoleMerchant, MerchantID: m.ID}
+}
+
+// SignIn checks an admin's credentials and opens its session. Every
+// sign-in is in the audit log, in the name of whom it named (from ctx's
+// actor's address): a session is opened only with its row; a refused one
+// writes a failed sign-in, a merchant's row its own when the email is
+// one's, so a merchant sees who tried its account.
+func (s *Service) SignIn(ctx context.Context, c Credentials) (Session, error) {
+	ip := seckill.ActorOf(ctx).IP
+	var (
+		sess  Session
+		owner int64
+		err   error
+	)
+	if c.Email == nil {
+		sess.Actor = Operator
+		sess.Actor.IP = ip
+		sess.Token, sess.Expires, err = s.sessions.Login(ctx, c.Password)
+	} else {
+		email, _ := identity.NormalizeEmail(*c.Email)
+		sess.Actor = seckill.Actor{ID: email, Role: seckill.RoleMerchant, IP: ip}
+		var m seckill.Merchant
+		m, owner, err = s.login(ctx, email, c.Password, c.TOTP)
+		if err == nil {
+			sess.Actor = Actor(m)
+			sess.Actor.IP = ip
+			sess.Token, sess.Expires, err = s.sessions.Open(ctx, Who(m.ID, s.now()))
+		}
+	}
+	ctx = seckill.WithActor(ctx, sess.Actor)
 	if err != nil {
-		return seckill.Merchant{}, ErrWrongLogin
+		if seckill.CodeOf(err) == seckill.CodeUnauthenticated {
+			if rerr := s.audit.Record(ctx, seckill.AuditEntry{Action: seckill.AuditLoginFailed, Owner: owner}); rerr != nil {
+				slog.Warn("a failed sign-in not in the audit log", "err", rerr)
+			}
+		}
+		return Session{}, err
 	}
-	m, err := s.store.MerchantByEmail(ctx, norm)
-	hash := m.PasswordHash
-	switch {
-	case errors.Is(err, seckill.ErrNoMerchant):
-		hash = s.decoy
-	case err != nil:
-		return seckill.Merchant{}, err
+	if err := s.audit.Record(ctx, seckill.AuditEntry{Action: seckill.AuditLogin, Owner: sess.Actor.MerchantID}); err != nil {
+		_ = s.sessions.Logout(ctx, sess.Token) // no session without its row
+		return Session{}, err
 	}
-	ok, err := identity.VerifyPassword(ctx, hash, password)
-	if err != nil && m.ID != 0 {
-		return seckill.Merchant{}, err
+	return sess, nil
+}
+
+// login checks a merchant's normalised email, password and (once
+// enrolled) TOTP code, each code once. Every refusal is ErrWrongLogin, and
+// an unknown email costs what a wrong password does; owner is the
+// merchant the email names, if any, even when refused.
+func (s *Service) login(ctx context.Context, email, password, code string) (m seckill.Merchant, owner int64, err error) {
+	m, err = s.store.MerchantByEmail(ctx, email)
+	if err != nil && !errors.Is(err, seckill.ErrNoMerchant) {
+		return seckill.Merchant{}, 0, err
 	}
-	if !ok || m.ID == 0 || m.Disabled {
-		return seckill.Merchant{}, ErrWrongLogin
+	ok, err := s.passwords.Match(ctx, err == nil, m.PasswordHash, password)
+	if err != nil {
+		return seckill.Merchant{}, m.ID, err
+	}
+	if !ok || m.Disabled {
+		return seckill.Merchant{}, m.ID, ErrWrongLogin
 	}
 	if m.TOTPConfirmed {
 		step, ok := matchStep(m.TOTPSecret, code, s.now())
 		if !ok {
-			return seckill.Merchant{}, ErrWrongLogin
+			return seckill.Merchant{}, m.ID, ErrWrongLogin
 		}
 		if fresh, err := s.store.UseTOTPStep(ctx, m.ID, step); err != nil || !fresh {
-			if err != nil {
-				return seckill.Merchant{}, err
+			if err == nil {
+				err = ErrWrongLogin // a code used before
 			}
-			return seckill.Merchant{}, ErrWrongLogin // a code used before
+			return seckill.Merchant{}, m.ID, err
 		}
 	}
-	return m, nil
+	return m, m.ID, nil
 }
 
 // Active returns the merchant of a session opened at opened (unix ms), or
@@ -202,7 +343,8 @@ func (s *Service) EnrolTOTP(ctx context.Context) (secret, url string, err error)
 	if err != nil {
 		return "", "", fmt.Errorf("merchants: totp: %w", err)
 	}
-	if err := s.store.SetTOTP(ctx, id, key.Secret(), false, s.now()); err != nil {
+	m.TOTPSecret, m.TOTPConfirmed = key.Secret(), false
+	if err := s.store.UpdateMerchant(ctx, m); err != nil {
 		return "", "", err
 	}
 	return key.Secret(), key.URL(), nil
@@ -232,7 +374,11 @@ func (s *Service) ConfirmTOTP(ctx context.Context, code string) error {
 		}
 		return err
 	}
-	return s.store.SetTOTP(ctx, id, m.TOTPSecret, true, s.now())
+	_, err = s.change(ctx, id, func(m seckill.Merchant) (seckill.Merchant, seckill.AuditEntry) {
+		m.TOTPConfirmed = true
+		return m, seckill.AuditEntry{Action: seckill.AuditTOTPEnrol, After: json.RawMessage(`{"totp":true}`)}
+	})
+	return err
 }
 
 // totpOpts are RFC 6238's defaults, as every authenticator app has them.

@@ -79,15 +79,7 @@ func (s *Store) Account(ctx context.Context, id string) (seckill.Account, error)
 }
 
 func (s *Store) getAccount(ctx context.Context, query string, arg any) (seckill.Account, error) {
-	var r accountRow
-	err := sqlx.GetContext(ctx, s.q(ctx), &r, query, arg)
-	if errors.Is(err, sql.ErrNoRows) {
-		return seckill.Account{}, seckill.ErrNoAccount
-	}
-	if err != nil {
-		return seckill.Account{}, failed("read account", err)
-	}
-	return r.account(), nil
+	return one(ctx, s, accountRow.account, seckill.ErrNoAccount, "read account", query, arg)
 }
 
 // UseAccountToken spends a verification token (by its hash) at now and

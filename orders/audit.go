@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/seckill/seckill"
 )
 
@@ -43,13 +41,12 @@ const (
 	selectAudit = `SELECT id, at, actor, role, action, sale_id, owner, before_json, after_json, ip FROM audit_log WHERE 1 = 1`
 )
 
-// AppendAudit appends e to the audit log (in the store's transaction, if
-// it has one): its action, sale, owner, before and after, in the name of
-// ctx's actor, at now.
-func (s *Store) AppendAudit(ctx context.Context, now time.Time, e seckill.AuditEntry) error {
-	a := seckill.ActorOf(ctx)
-	_, err := s.q(ctx).ExecContext(ctx, insertAudit, now.UTC().Truncate(time.Millisecond), a.ID, a.Role, e.Action,
-		nullable(e.SaleID), e.Owner, nullText(e.Before), nullText(e.After), a.IP)
+// AppendAudit appends e to the audit log as it is (its time, actor,
+// role and address set by the caller: package audit), in ctx's
+// transaction if it has one.
+func (s *Store) AppendAudit(ctx context.Context, e seckill.AuditEntry) error {
+	_, err := s.q(ctx).ExecContext(ctx, insertAudit, e.At.UTC(), e.Actor, e.Role, e.Action,
+		nullable(e.SaleID), e.Owner, nullText(e.Before), nullText(e.After), e.IP)
 	if err != nil {
 		return failed("append to the audit log", err)
 	}
@@ -86,15 +83,7 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 		q, args = q+` AND id < ?`, append(args, f.BeforeID)
 	}
 	q, args = q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit)
-	var rows []auditRow
-	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
-		return nil, failed("read the audit log", err)
-	}
-	out := make([]seckill.AuditEntry, len(rows))
-	for i, r := range rows {
-		out[i] = r.entry()
-	}
-	return out, nil
+	return all(ctx, s, auditRow.entry, "read the audit log", q, args...)
 }
 
 // ledgerTables are the tables the application reads and writes; the audit

@@ -48,7 +48,7 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	}
 	defer db.Close()
 	st := orders.NewStore(db)
-	if err := st.AppendAudit(ctx, time.Now(), seckill.AuditEntry{Action: seckill.AuditLogin, After: json.RawMessage(`{"x":1}`)}); err != nil {
+	if err := st.AppendAudit(ctx, seckill.AuditEntry{At: time.Now(), Actor: "operator", Role: seckill.RoleOperator, Action: seckill.AuditLogin, After: json.RawMessage(`{"x":1}`)}); err != nil {
 		t.Fatalf("the application appends: %v", err)
 	}
 	if rows, err := st.AuditLog(ctx, seckill.AuditFilter{Limit: 10}); err != nil || len(rows) != 1 {
@@ -75,7 +75,7 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	}
 
 	lite := orders.NewStore(servertest.SQLite(t))
-	if err := lite.AppendAudit(ctx, time.Now(), seckill.AuditEntry{Action: seckill.AuditLogin}); err != nil {
+	if err := lite.AppendAudit(ctx, seckill.AuditEntry{At: time.Now(), Actor: "operator", Role: seckill.RoleOperator, Action: seckill.AuditLogin}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"UPDATE audit_log SET actor = 'someone else'", "DELETE FROM audit_log"} {

@@ -137,3 +137,31 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	}
 	return nil
 }
+
+// one reads the one row q selects into R and converts it; notFound when
+// there is none.
+func one[R, T any](ctx context.Context, s *Store, conv func(R) T, notFound error, what, q string, args ...any) (T, error) {
+	var r R
+	var zero T
+	err := sqlx.GetContext(ctx, s.q(ctx), &r, q, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return zero, notFound
+	}
+	if err != nil {
+		return zero, failed(what, err)
+	}
+	return conv(r), nil
+}
+
+// all reads every row q selects into R, converted.
+func all[R, T any](ctx context.Context, s *Store, conv func(R) T, what, q string, args ...any) ([]T, error) {
+	var rows []R
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
+		return nil, failed(what, err)
+	}
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = conv(r)
+	}
+	return out, nil
+}

@@ -19,8 +19,22 @@ import (
 func ledgerSale(t *testing.T, st *orders.Store) seckill.Sale {
 	t.Helper()
 	now := time.Now()
-	sl, err := st.CreateSale(context.Background(), seckill.Sale{Name: "n", Item: "i", PriceCents: 100, Total: 50,
-		PerUserLimit: 5, StartsAt: now, EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}, now, noLoad)
+	return insertSale(t, st, seckill.Sale{Name: "n", Item: "i", PriceCents: 100, Total: 50,
+		PerUserLimit: 5, StartsAt: now, EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}, now)
+}
+
+// insertSale stores a sale with its initial movement, as package sales
+// creates one.
+func insertSale(t *testing.T, st *orders.Store, sl seckill.Sale, now time.Time) seckill.Sale {
+	t.Helper()
+	ctx := context.Background()
+	err := st.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if sl, err = st.InsertSale(ctx, sl.WithDefaults(), now); err != nil {
+			return err
+		}
+		return st.AddMovement(ctx, sl.ID, "", sl.Total, seckill.ReasonInitial, now)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +170,8 @@ func TestLedgerQueries(t *testing.T) {
 		// Ends a second apart, one with milliseconds: 12:00:00.5 sorts
 		// between 12:00:00 and 12:00:01.
 		for _, end := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
-			sl, err := ledger.CreateSale(ctx, seckill.Sale{Name: "n", Item: "i", PriceCents: 1, Total: 10, PerUserLimit: 1,
-				StartsAt: base.Add(-time.Hour), EndsAt: base.Add(end), Status: seckill.StatusActive}, base, noLoad)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sl := insertSale(t, ledger, seckill.Sale{Name: "n", Item: "i", PriceCents: 1, Total: 10, PerUserLimit: 1,
+				StartsAt: base.Add(-time.Hour), EndsAt: base.Add(end), Status: seckill.StatusActive}, base)
 			ids = append(ids, sl.ID)
 		}
 		sales, err := ledger.Sales(ctx, base.Add(100*time.Millisecond), 10)
@@ -170,28 +181,33 @@ func TestLedgerQueries(t *testing.T) {
 		if got, err := ledger.SaleIDs(ctx, base.Add(600*time.Millisecond)); err != nil || len(got) != 1 || got[0] != ids[2] {
 			t.Errorf("sale ids ending after 12:00:00.6: %v, %v", got, err)
 		}
-		var before seckill.Sale
-		_, err = ledger.ChangeSale(ctx, ids[0], base, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
-			sl.Name, sl.PriceCents, sl.Total, sl.Status = "renamed", 250, sl.Total+5, seckill.StatusPaused
-			return sl, nil
-		}, func(b, _ seckill.Sale) error { before = b; return nil })
-		if err != nil || before.Name != "n" {
-			t.Fatalf("change: %v (before %+v)", err, before)
+		// A change: the row locked, written, a restock movement; and one
+		// that fails after its writes, which leaves the row as it was.
+		change := func(edit func(*seckill.Sale), fail error) error {
+			return ledger.InTx(ctx, func(ctx context.Context) error {
+				sl, err := ledger.SaleForUpdate(ctx, ids[0])
+				if err != nil {
+					return err
+				}
+				before := sl.Total
+				edit(&sl)
+				if err := ledger.UpdateSale(ctx, sl, base); err != nil {
+					return err
+				}
+				if err := ledger.AddMovement(ctx, sl.ID, "", sl.Total-before, seckill.ReasonRestock, base); err != nil {
+					return err
+				}
+				return fail
+			})
 		}
-		// A change refused by Redis (apply) or by the rules (change)
-		// leaves the row as it was.
+		if err := change(func(sl *seckill.Sale) {
+			sl.Name, sl.PriceCents, sl.Total, sl.Status = "renamed", 250, sl.Total+5, seckill.StatusPaused
+		}, nil); err != nil {
+			t.Fatalf("change: %v", err)
+		}
 		refused := errors.New("refused")
-		for _, bad := range []struct {
-			change func(seckill.Sale) (seckill.Sale, error)
-			apply  func(_, _ seckill.Sale) error
-		}{
-			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Name = "x"; return sl, nil }, func(_, _ seckill.Sale) error { return refused }},
-			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Name = "x"; return sl, refused }, func(_, _ seckill.Sale) error { return nil }},
-			{func(sl seckill.Sale) (seckill.Sale, error) { sl.Total--; return sl, nil }, func(_, _ seckill.Sale) error { return nil }},
-		} {
-			if _, err := ledger.ChangeSale(ctx, ids[0], base, seckill.AuditSalePatch, bad.change, bad.apply); err == nil {
-				t.Error("a refused change was stored")
-			}
+		if err := change(func(sl *seckill.Sale) { sl.Name, sl.Total = "x", sl.Total+1 }, refused); !errors.Is(err, refused) {
+			t.Errorf("a refused change: %v", err)
 		}
 		sl, err := ledger.Sale(ctx, ids[0])
 		if err != nil || sl.Name != "renamed" || sl.PriceCents != 250 || sl.Total != 15 || sl.Status != seckill.StatusPaused ||
@@ -221,25 +237,28 @@ func TestLedgerQueries(t *testing.T) {
 	})
 }
 
-// noLoad is a warm-up that does nothing (there is no Redis here).
-func noLoad(seckill.Sale) error { return nil }
-
-// TestCreateSaleRollsBack: a sale whose warm-up fails is not stored.
-func TestCreateSaleRollsBack(t *testing.T) {
+// TestTxRollsBack: what a transaction wrote is gone when it fails, on
+// both ledgers (the application's change of a sale relies on it: Redis's
+// step is its last, and a refusal there undoes the ledger's).
+func TestTxRollsBack(t *testing.T) {
 	servertest.EachLedger(t, func(t *testing.T, db *sqlx.DB) {
 		ledger := orders.NewStore(db)
 		ctx := context.Background()
 		now := time.Now()
-		var loaded seckill.Sale
-		_, err := ledger.CreateSale(ctx, seckill.Sale{Name: "n", Item: "i", Total: 10, PerUserLimit: 1, StartsAt: now,
-			EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}, now, func(sl seckill.Sale) error {
-			loaded = sl
+		var id int64
+		err := ledger.InTx(ctx, func(ctx context.Context) error {
+			sl, err := ledger.InsertSale(ctx, seckill.Sale{Name: "n", Item: "i", Total: 10, PerUserLimit: 1, StartsAt: now,
+				EndsAt: now.Add(time.Hour), Status: seckill.StatusActive}.WithDefaults(), now)
+			if err != nil {
+				return err
+			}
+			id = sl.ID
 			return errors.New("redis said no")
 		})
-		if err == nil || loaded.ID == 0 {
-			t.Fatalf("create with a failing warm-up: %v (warm-up saw %+v)", err, loaded)
+		if err == nil || id == 0 {
+			t.Fatalf("a failing transaction: %v (sale %d)", err, id)
 		}
-		if _, err := ledger.Sale(ctx, loaded.ID); !errors.Is(err, seckill.ErrSaleNotFound) {
+		if _, err := ledger.Sale(ctx, id); !errors.Is(err, seckill.ErrSaleNotFound) {
 			t.Errorf("the sale is stored after all: %v", err)
 		}
 	})

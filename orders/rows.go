@@ -2,6 +2,9 @@ package orders
 
 import (
 	"database/sql"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -29,6 +32,27 @@ type saleRow struct {
 	CreatedAt     time.Time    `db:"created_at"`
 	UpdatedAt     time.Time    `db:"updated_at"`
 }
+
+// saleRowOf is a sale as its row (times in UTC).
+func saleRowOf(s seckill.Sale) saleRow {
+	return saleRow{
+		ID: s.ID, Name: s.Name, Item: s.Item, PriceCents: s.PriceCents, Total: s.Total, PerUserLimit: s.PerUserLimit,
+		StartsAt: s.StartsAt.UTC(), EndsAt: s.EndsAt.UTC(), Status: string(s.Status), Buckets: max(1, s.Buckets),
+		RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
+		WaitingRoom: s.WaitingRoom, QueueOpensAt: sql.NullTime{Time: s.QueueOpensAt.UTC(), Valid: !s.QueueOpensAt.IsZero()},
+		AdmitPerSec: s.AdmitPerSecond, MerchantID: s.MerchantID,
+		CreatedAt: s.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: s.UpdatedAt.UTC().Truncate(time.Millisecond),
+	}
+}
+
+// The sales table's columns as saleRow names them, and its INSERT and
+// UPDATE (which leaves the id, the buckets and the creation time as they
+// are), named after them.
+var (
+	saleColumns = strings.Join(columnsOf[saleRow](), ", ")
+	insertSale  = namedInsert("sales", columnsOf[saleRow](), "id")
+	updateSale  = namedUpdate("sales", columnsOf[saleRow](), "id", "buckets", "created_at")
+)
 
 // sale is the row as a sale; one made before waiting rooms existed has
 // the room's defaults.
@@ -67,4 +91,43 @@ func (r orderRow) order() seckill.Order {
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt, CancelledAt: r.CancelledAt,
 		PersistedAt: r.PersistedAt,
 	}
+}
+
+// columnsOf lists the db tags of row type R's fields, in order.
+func columnsOf[R any]() []string {
+	t := reflect.TypeFor[R]()
+	out := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if c := t.Field(i).Tag.Get("db"); c != "" && c != "-" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// namedInsert is an INSERT of every column but those left out, with
+// sqlx's :named placeholders.
+func namedInsert(table string, columns []string, leaveOut ...string) string {
+	cols := without(columns, leaveOut)
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (:" + strings.Join(cols, ", :") + ")"
+}
+
+// namedUpdate is an UPDATE by key of every column but the key and those
+// left out, with sqlx's :named placeholders.
+func namedUpdate(table string, columns []string, key string, leaveOut ...string) string {
+	var set []string
+	for _, c := range without(columns, append(leaveOut, key)) {
+		set = append(set, c+" = :"+c)
+	}
+	return "UPDATE " + table + " SET " + strings.Join(set, ", ") + " WHERE " + key + " = :" + key
+}
+
+func without(columns, leaveOut []string) []string {
+	var out []string
+	for _, c := range columns {
+		if !slices.Contains(leaveOut, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -2,8 +2,6 @@ package orders
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -70,53 +68,46 @@ func failed(op string, err error) error {
 	return fmt.Errorf("orders: %s: %w", op, err)
 }
 
-const saleColumns = `id, name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets, require_ticket, pow_difficulty, verified_only, waiting_room, queue_opens_at, admit_per_second, merchant_id, created_at, updated_at`
+// The sales table's statements, from saleRow's columns (rows.go): a
+// field of a sale is spelled once in this package, in saleRow.
+var (
+	selectSale          = `SELECT ` + saleColumns + ` FROM sales WHERE id = ?`
+	selectSales         = `SELECT ` + saleColumns + ` FROM sales WHERE ends_at > ? ORDER BY id DESC LIMIT ?`
+	selectMerchantSales = `SELECT ` + saleColumns + ` FROM sales WHERE merchant_id = ? ORDER BY id DESC LIMIT ?`
+)
 
-const insertSale = `
-INSERT INTO sales (name, item, price_cents, total, per_user_limit, starts_at, ends_at, status, buckets,
-  require_ticket, pow_difficulty, verified_only, waiting_room, queue_opens_at, admit_per_second, merchant_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// InsertSale stores a new sale (its id, creation and update times as
+// given are ignored: the database numbers it, now stamps it) and returns
+// it as stored.
+func (s *Store) InsertSale(ctx context.Context, sale seckill.Sale, now time.Time) (seckill.Sale, error) {
+	sale.CreatedAt = now
+	sale.UpdatedAt = now
+	res, err := sqlx.NamedExecContext(ctx, s.q(ctx), insertSale, saleRowOf(sale))
+	if err != nil {
+		return seckill.Sale{}, failed("create sale", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return seckill.Sale{}, failed("create sale", err)
+	}
+	return s.Sale(ctx, id)
+}
 
-// CreateSale stores a new sale with its initial stock movement and, in the
-// same transaction, hands it with its id to load (the stock's warm-up in
-// Redis) and records it in the audit log: if load fails, nothing is
-// stored.
-func (s *Store) CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error) {
-	now = now.UTC().Truncate(time.Millisecond)
-	err := s.InTx(ctx, func(ctx context.Context) error {
-		res, err := s.q(ctx).ExecContext(ctx, insertSale, sale.Name, sale.Item, sale.PriceCents, sale.Total,
-			sale.PerUserLimit, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Status, max(1, sale.Buckets),
-			sale.RequireTicket, sale.PowDifficulty, sale.VerifiedOnly, sale.WaitingRoom, sale.QueueOpensAt.UTC(),
-			sale.AdmitPerSecond, sale.MerchantID, now, now)
-		if err != nil {
-			return failed("create sale", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return failed("create sale", err)
-		}
-		if err := s.addMovement(ctx, id, "", sale.Total, seckill.ReasonInitial, now); err != nil {
-			return err
-		}
-		if sale, err = s.Sale(ctx, id); err != nil {
-			return err
-		}
-		// The row first: Redis's step stays the last before the commit, so
-		// a failure of the ledger never leaves it changed alone.
-		_, after := seckill.SaleChanges(seckill.Sale{}, sale)
-		if err := s.AppendAudit(ctx, now, seckill.AuditEntry{Action: seckill.AuditSaleCreate, SaleID: id, Owner: sale.MerchantID, After: after}); err != nil {
-			return err
-		}
-		return load(sale)
-	})
-	return sale, err
+// UpdateSale writes a sale's settings and status (its id, buckets and
+// creation time never change) and stamps it updated at now.
+func (s *Store) UpdateSale(ctx context.Context, sale seckill.Sale, now time.Time) error {
+	sale.UpdatedAt = now
+	if _, err := sqlx.NamedExecContext(ctx, s.q(ctx), updateSale, saleRowOf(sale)); err != nil {
+		return failed(fmt.Sprintf("update sale %d", sale.ID), err)
+	}
+	return nil
 }
 
 const insertMovement = `INSERT INTO stock_movements (sale_id, order_id, delta, reason, created_at) VALUES (?, ?, ?, ?, ?)`
 
-// addMovement records a movement of a sale's stock; order is "" for the
+// AddMovement records a movement of a sale's stock; order is "" for the
 // movements no order causes (initial, restock).
-func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta int64, reason seckill.Reason, now time.Time) error {
+func (s *Store) AddMovement(ctx context.Context, sale int64, order string, delta int64, reason seckill.Reason, now time.Time) error {
 	var orderID any
 	if order != "" {
 		orderID = order
@@ -127,106 +118,27 @@ func (s *Store) addMovement(ctx context.Context, sale int64, order string, delta
 	return nil
 }
 
-const updateSale = `
-UPDATE sales SET name = ?, item = ?, price_cents = ?, total = ?, per_user_limit = ?, starts_at = ?, ends_at = ?,
-  status = ?, require_ticket = ?, pow_difficulty = ?, verified_only = ?, waiting_room = ?, queue_opens_at = ?,
-  admit_per_second = ?, merchant_id = ?, updated_at = ?
-WHERE id = ?`
-
-// ChangeSale changes one sale in one transaction: it locks the sale's row,
-// asks change for the sale as it is to be (validated there), writes it
-// (units added to the total are a restock movement; the id, buckets and
-// creation time stay), appends the change to the audit log as action
-// (the fields before and after, the row the old owner's), calls apply
-// with the sale before and after (the same change in Redis, last) and
-// commits. If change or apply fails, nothing changes and their error is
-// returned. The total only grows.
-func (s *Store) ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
-	apply func(before, after seckill.Sale) error) (seckill.Sale, error) {
-	var after seckill.Sale
-	err := s.InTx(ctx, func(ctx context.Context) error {
-		before, err := s.getSale(ctx, selectSale+s.dialect.lockRow, id)
-		if err != nil {
-			return err
-		}
-		if after, err = change(before); err != nil {
-			return err
-		}
-		after.ID, after.Buckets, after.CreatedAt = before.ID, before.Buckets, before.CreatedAt
-		after.UpdatedAt = now.UTC().Truncate(time.Millisecond)
-		added := after.Total - before.Total
-		if added < 0 {
-			return fmt.Errorf("orders: sale %d: the total only grows (%d to %d)", id, before.Total, after.Total)
-		}
-		_, err = s.q(ctx).ExecContext(ctx, updateSale, after.Name, after.Item, after.PriceCents, after.Total,
-			after.PerUserLimit, after.StartsAt.UTC(), after.EndsAt.UTC(), after.Status, after.RequireTicket,
-			after.PowDifficulty, after.VerifiedOnly, after.WaitingRoom, after.QueueOpensAt.UTC(), after.AdmitPerSecond,
-			after.MerchantID, after.UpdatedAt, id)
-		if err != nil {
-			return failed(fmt.Sprintf("update sale %d", id), err)
-		}
-		if added > 0 {
-			if err := s.addMovement(ctx, id, "", added, seckill.ReasonRestock, now); err != nil {
-				return err
-			}
-		}
-		was, is := seckill.SaleChanges(before, after)
-		err = s.AppendAudit(ctx, now, seckill.AuditEntry{Action: action, SaleID: id, Owner: before.MerchantID, Before: was, After: is})
-		if err != nil {
-			return err
-		}
-		return apply(before, after)
-	})
-	if err != nil {
-		return seckill.Sale{}, err
-	}
-	return after, nil
-}
-
-const selectSale = `SELECT ` + saleColumns + ` FROM sales WHERE id = ?`
-
 // Sale returns one sale, or seckill.ErrSaleNotFound.
 func (s *Store) Sale(ctx context.Context, id int64) (seckill.Sale, error) {
-	return s.getSale(ctx, selectSale, id)
+	return one(ctx, s, saleRow.sale, fmt.Errorf("orders: sale %d: %w", id, seckill.ErrSaleNotFound), fmt.Sprintf("sale %d", id), selectSale, id)
 }
 
-func (s *Store) getSale(ctx context.Context, q string, id int64) (seckill.Sale, error) {
-	var row saleRow
-	err := sqlx.GetContext(ctx, s.q(ctx), &row, q, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return seckill.Sale{}, fmt.Errorf("orders: sale %d: %w", id, seckill.ErrSaleNotFound)
-	}
-	if err != nil {
-		return seckill.Sale{}, failed(fmt.Sprintf("sale %d", id), err)
-	}
-	return row.sale(), nil
+// SaleForUpdate returns one sale with its row locked until ctx's
+// transaction ends (changes of one sale are made one at a time), or
+// seckill.ErrSaleNotFound.
+func (s *Store) SaleForUpdate(ctx context.Context, id int64) (seckill.Sale, error) {
+	return one(ctx, s, saleRow.sale, fmt.Errorf("orders: sale %d: %w", id, seckill.ErrSaleNotFound), fmt.Sprintf("sale %d", id),
+		selectSale+s.dialect.lockRow, id)
 }
-
-const (
-	selectSales         = `SELECT ` + saleColumns + ` FROM sales WHERE ends_at > ? ORDER BY id DESC LIMIT ?`
-	selectMerchantSales = `SELECT ` + saleColumns + ` FROM sales WHERE merchant_id = ? ORDER BY id DESC LIMIT ?`
-)
 
 // Sales lists sales that end after endedAfter, newest first, at most limit.
 func (s *Store) Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error) {
-	return s.sales(ctx, selectSales, endedAfter.UTC(), limit)
+	return all(ctx, s, saleRow.sale, "list sales", selectSales, endedAfter.UTC(), limit)
 }
 
 // MerchantSales lists a merchant's sales, newest first, at most limit.
 func (s *Store) MerchantSales(ctx context.Context, merchant int64, limit int) ([]seckill.Sale, error) {
-	return s.sales(ctx, selectMerchantSales, merchant, limit)
-}
-
-func (s *Store) sales(ctx context.Context, q string, args ...any) ([]seckill.Sale, error) {
-	var rows []saleRow
-	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
-		return nil, failed("list sales", err)
-	}
-	out := make([]seckill.Sale, len(rows))
-	for i, r := range rows {
-		out[i] = r.sale()
-	}
-	return out, nil
+	return all(ctx, s, saleRow.sale, "list sales", selectMerchantSales, merchant, limit)
 }
 
 const selectSaleIDs = `SELECT id FROM sales WHERE ends_at > ? ORDER BY id`
@@ -286,28 +198,12 @@ const selectOrder = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
 
 // Order returns one order, or seckill.ErrOrderNotFound.
 func (s *Store) Order(ctx context.Context, id string) (seckill.Order, error) {
-	var row orderRow
-	err := sqlx.GetContext(ctx, s.q(ctx), &row, selectOrder, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return seckill.Order{}, fmt.Errorf("orders: order %s: %w", id, seckill.ErrOrderNotFound)
-	}
-	if err != nil {
-		return seckill.Order{}, failed("order "+id, err)
-	}
-	return row.order(), nil
+	return one(ctx, s, orderRow.order, fmt.Errorf("orders: order %s: %w", id, seckill.ErrOrderNotFound), "order "+id, selectOrder, id)
 }
 
 // selectOrders runs a query for orders.
 func (s *Store) selectOrders(ctx context.Context, what, q string, args ...any) ([]seckill.Order, error) {
-	var rows []orderRow
-	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, args...); err != nil {
-		return nil, failed(what, err)
-	}
-	out := make([]seckill.Order, len(rows))
-	for i, r := range rows {
-		out[i] = r.order()
-	}
-	return out, nil
+	return all(ctx, s, orderRow.order, what, q, args...)
 }
 
 const selectUserOrders = `SELECT ` + orderColumns + ` FROM orders WHERE user_id = ? ORDER BY created_at DESC LIMIT ?`
@@ -368,7 +264,7 @@ func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (seckill.O
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			if err := s.addMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
+			if err := s.AddMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
 				return err
 			}
 		}

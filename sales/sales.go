@@ -1,25 +1,32 @@
 // Package sales is the application: the operations merchants and shoppers
 // run on sales and their orders, between the HTTP adapter (package server)
 // and the stores: the ledger (package orders) and the live stock (package
-// inventory), behind the small interfaces this package declares. A change
-// to a sale is made in the ledger and in Redis together or not at all;
-// the rules it enforces come from package seckill. It also counts what
+// inventory), behind the small interfaces this package declares. It owns
+// each change of a sale: it opens the ledger's transaction, applies the
+// domain's rule (package seckill), calls the store's plain methods in
+// order, records the audit row (package audit) and makes the change in
+// Redis last, the same way for every kind of change, so a change is made
+// in the ledger and in Redis together or not at all. It also counts what
 // the buy path answered, for the merchant's dashboard.
 package sales
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/seckill/seckill"
 )
 
-// Ledger is where sales and orders are kept for good (orders.Store).
+// Ledger is where sales and orders are kept for good (orders.Store): its
+// methods run in the transaction InTx puts in their context.
 type Ledger interface {
-	CreateSale(ctx context.Context, sale seckill.Sale, now time.Time, load func(seckill.Sale) error) (seckill.Sale, error)
-	ChangeSale(ctx context.Context, id int64, now time.Time, action string, change func(seckill.Sale) (seckill.Sale, error),
-		apply func(before, after seckill.Sale) error) (seckill.Sale, error)
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+	InsertSale(ctx context.Context, sale seckill.Sale, now time.Time) (seckill.Sale, error)
+	SaleForUpdate(ctx context.Context, id int64) (seckill.Sale, error)
+	UpdateSale(ctx context.Context, sale seckill.Sale, now time.Time) error
+	AddMovement(ctx context.Context, sale int64, order string, delta int64, reason seckill.Reason, now time.Time) error
 	Sale(ctx context.Context, id int64) (seckill.Sale, error)
 	Sales(ctx context.Context, endedAfter time.Time, limit int) ([]seckill.Sale, error)
 	MerchantSales(ctx context.Context, merchant int64, limit int) ([]seckill.Sale, error)
@@ -29,8 +36,12 @@ type Ledger interface {
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
 	Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error)
-	AppendAudit(ctx context.Context, now time.Time, e seckill.AuditEntry) error
-	AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error)
+}
+
+// Auditor records a change in the audit log, in the transaction of the
+// change (audit.Service).
+type Auditor interface {
+	Record(ctx context.Context, e seckill.AuditEntry) error
 }
 
 // Stock is the sales' live state in Redis (inventory.Store).
@@ -57,6 +68,7 @@ type Config struct {
 type Service struct {
 	ledger Ledger
 	stock  Stock
+	audit  Auditor
 	cfg    Config
 	now    func() time.Time
 
@@ -67,9 +79,9 @@ type Service struct {
 }
 
 // New returns a Service on the clock now.
-func New(ledger Ledger, stock Stock, cfg Config, now func() time.Time) *Service {
+func New(ledger Ledger, stock Stock, audit Auditor, cfg Config, now func() time.Time) *Service {
 	return &Service{
-		ledger: ledger, stock: stock, cfg: cfg, now: now,
+		ledger: ledger, stock: stock, audit: audit, cfg: cfg, now: now,
 		// A sale missing from the ledger is remembered too: a page asking
 		// for it again and again does not turn into a query per request.
 		rows: newCache(ledger.Sale, func(err error) bool { return errors.Is(err, seckill.ErrSaleNotFound) }, now),
@@ -259,53 +271,37 @@ func (s *Service) Rules(ctx context.Context, id int64) (seckill.Stock, error) {
 	return s.rules.get(ctx, id)
 }
 
-// Record appends an event without a change of its own to the audit log
-// (a login, a failed login), in the name of ctx's actor; a merchant's is
-// its own row.
-func (s *Service) Record(ctx context.Context, action string) error {
-	return s.ledger.AppendAudit(ctx, s.now(), seckill.AuditEntry{Action: action, Owner: seckill.ActorOf(ctx).MerchantID})
-}
-
-// The audit rows one read returns: at most, and when none is asked.
-const (
-	MaxAuditPage     = 500
-	DefaultAuditPage = 50
-)
-
-// Audit reads the audit log, newest first (f.Limit 1 to MaxAuditPage,
-// default 50).
-func (s *Service) Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error) {
-	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
-		f.Owner = max(a.MerchantID, 1) // its own rows, and no others'
+// Create stores a new sale made from in (seckill.SaleInput.NewSale), with
+// its initial stock movement and its audit row, and loads its stock into
+// Redis before it returns; if Redis refuses, nothing is stored. A
+// merchant's sale is its own; the operator may name its merchant.
+func (s *Service) Create(ctx context.Context, in seckill.SaleInput) (View, error) {
+	sl, err := in.NewSale()
+	if err != nil {
+		return View{}, err
 	}
-	if f.Limit <= 0 {
-		f.Limit = DefaultAuditPage
-	}
-	f.Limit = min(f.Limit, MaxAuditPage)
-	return s.ledger.AuditLog(ctx, f)
-}
-
-// Create stores a new sale and loads its stock into Redis before it
-// returns; if Redis refuses, nothing is stored. A sale starts active; its
-// buckets default to 1.
-func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 	if a := seckill.ActorOf(ctx); a.Role == seckill.RoleMerchant {
-		// Its own; the operator may name one.
 		if sl.MerchantID != 0 && sl.MerchantID != a.MerchantID {
 			return View{}, errHandOver
 		}
 		sl.MerchantID = a.MerchantID
 	}
-	sl.Status = seckill.StatusActive
-	sl = sl.WithDefaults()
-	if err := sl.Validate(); err != nil {
-		return View{}, err
-	}
 	if err := s.merchantExists(ctx, sl.MerchantID); err != nil {
 		return View{}, err
 	}
-	sl, err := s.ledger.CreateSale(ctx, sl, s.now(), func(sl seckill.Sale) error {
-		_, err := s.stock.Warm(ctx, sl)
+	err = s.ledger.InTx(ctx, func(ctx context.Context) error {
+		now := s.now().UTC().Truncate(time.Millisecond)
+		if sl, err = s.ledger.InsertSale(ctx, sl, now); err != nil {
+			return err
+		}
+		if err := s.ledger.AddMovement(ctx, sl.ID, "", sl.Total, seckill.ReasonInitial, now); err != nil {
+			return err
+		}
+		_, after := seckill.SaleChanges(seckill.Sale{}, sl)
+		if err := s.audit.Record(ctx, seckill.AuditEntry{Action: seckill.AuditSaleCreate, SaleID: sl.ID, Owner: sl.MerchantID, After: after}); err != nil {
+			return err
+		}
+		_, err := s.stock.Warm(ctx, sl) // Redis last: a failure of the ledger never leaves it changed alone
 		return err
 	})
 	if err != nil {
@@ -314,15 +310,15 @@ func (s *Service) Create(ctx context.Context, sl seckill.Sale) (View, error) {
 	return s.view(ctx, sl)
 }
 
-// Update changes a sale's settings (the total changes by Restock only, the
-// buckets never, the waiting room's setup only before the start), in the
-// ledger and in Redis.
-func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (View, error) {
+// Update changes a sale's settings as in says (seckill.SaleInput.Change:
+// the total changes by Restock only, the buckets never; the waiting room's
+// setup only before the start), in the ledger and in Redis.
+func (s *Service) Update(ctx context.Context, id int64, in seckill.SaleInput) (View, error) {
+	p, err := in.Change()
+	if err != nil {
+		return View{}, err
+	}
 	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
-		if f := sl.RoomChange(p); f != "" && !s.now().Before(sl.StartsAt) {
-			return sl, seckill.Invalid(seckill.FieldError{Field: f,
-				Message: "is fixed once a sale with a waiting room has started (the admission rate may still change)"})
-		}
 		if p.MerchantID != nil && *p.MerchantID != sl.MerchantID {
 			if seckill.ActorOf(ctx).Role == seckill.RoleMerchant {
 				return sl, errHandOver
@@ -331,8 +327,7 @@ func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (Vi
 				return sl, err
 			}
 		}
-		sl = sl.Apply(p)
-		return sl, sl.Validate()
+		return sl.Patched(p, s.now())
 	}, func(_, after seckill.Sale) error {
 		_, err := s.stock.Warm(ctx, after)
 		return err
@@ -342,17 +337,10 @@ func (s *Service) Update(ctx context.Context, id int64, p seckill.SalePatch) (Vi
 // Restock adds qty units to a sale, atomically, also while it runs.
 func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 	if err := seckill.ValidRestock(0, qty); err != nil {
-		return View{}, err
+		return View{}, err // before any lock: the amount alone is wrong
 	}
 	return s.change(ctx, id, seckill.AuditSaleRestock, func(sl seckill.Sale) (seckill.Sale, error) {
-		if err := seckill.ValidRestock(sl.Total, qty); err != nil {
-			return sl, err
-		}
-		if err := s.stepRoom(ctx, sl); err != nil { // a sold-out spell lets in nobody
-			return sl, err
-		}
-		sl.Total += qty
-		return sl, nil
+		return sl.Restocked(qty)
 	}, func(before, _ seckill.Sale) error {
 		_, err := s.stock.Restock(ctx, before.ID, qty)
 		return err
@@ -360,24 +348,26 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 }
 
 // Act pauses, resumes or ends a sale (an ended sale stays ended:
-// seckill.ErrEnded). Redis decides the new status (status.lua, on every
-// part) with the ledger's row locked, and the ledger records it. A waiting
-// room is stepped to now first, so that a pause nobody watched lets in
-// nobody when it ends.
+// seckill.ErrEnded). Redis, which every part of the sale's stock obeys,
+// must come to the status the domain's rule gives.
 func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
 	return s.change(ctx, id, seckill.AuditSaleAction(a), func(sl seckill.Sale) (seckill.Sale, error) {
-		if err := s.stepRoom(ctx, sl); err != nil {
-			return sl, err
-		}
 		var err error
-		sl.Status, err = s.stock.SetStatus(ctx, sl.ID, a)
+		sl.Status, err = sl.Status.After(a)
 		return sl, err
-	}, func(_, _ seckill.Sale) error { return nil })
+	}, func(_, after seckill.Sale) error {
+		st, err := s.stock.SetStatus(ctx, after.ID, a)
+		if err == nil && st != after.Status {
+			err = fmt.Errorf("sales: %s sale %d: Redis says %s, the ledger %s", a, after.ID, st, after.Status)
+		}
+		return err
+	})
 }
 
 // stepRoom brings a sale's waiting room up to now, as its stock is before
 // a change to it: the time until then counted as it was (let in while
-// open, not while paused or sold out).
+// open, not while paused or sold out), so that a pause or a sold-out spell
+// nobody watched lets in nobody when it ends.
 func (s *Service) stepRoom(ctx context.Context, sl seckill.Sale) error {
 	if !sl.WaitingRoom {
 		return nil
@@ -394,21 +384,52 @@ func (s *Service) stepRoom(ctx context.Context, sl seckill.Sale) error {
 	return err
 }
 
-// change runs one change of a sale in the ledger's transaction, apply
-// making it in Redis before the commit, the audit log recording it as
-// action; then forgets what the caches held.
+// change runs one change of a sale, the same way for every kind: in one
+// ledger transaction it locks the sale's row, refuses a sale the actor
+// does not own, brings its waiting room up to now, asks edit for the sale
+// as it is to be (the domain's rule; the id, buckets and creation time
+// stay), writes it with a restock movement for units added, records the
+// audit row (the fields before and after; the row the old owner's), and
+// last, before the commit, makes the change in Redis (redis). If any step
+// fails, nothing changes and its error is returned. Then it forgets what
+// the caches held.
 func (s *Service) change(ctx context.Context, id int64, action string, edit func(seckill.Sale) (seckill.Sale, error),
-	apply func(before, after seckill.Sale) error) (View, error) {
-	sl, err := s.ledger.ChangeSale(ctx, id, s.now(), action, func(sl seckill.Sale) (seckill.Sale, error) {
-		if err := owned(ctx, sl); err != nil {
-			return sl, err
+	redis func(before, after seckill.Sale) error) (View, error) {
+	var after seckill.Sale
+	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
+		before, err := s.ledger.SaleForUpdate(ctx, id)
+		if err != nil {
+			return err
 		}
-		return edit(sl)
-	}, apply)
+		if err := owned(ctx, before); err != nil {
+			return err
+		}
+		if err := s.stepRoom(ctx, before); err != nil {
+			return err
+		}
+		if after, err = edit(before); err != nil {
+			return err
+		}
+		now := s.now().UTC().Truncate(time.Millisecond)
+		after.ID, after.Buckets, after.CreatedAt, after.UpdatedAt = before.ID, before.Buckets, before.CreatedAt, now
+		if err := s.ledger.UpdateSale(ctx, after, now); err != nil {
+			return err
+		}
+		if added := after.Total - before.Total; added > 0 {
+			if err := s.ledger.AddMovement(ctx, id, "", added, seckill.ReasonRestock, now); err != nil {
+				return err
+			}
+		}
+		was, is := seckill.SaleChanges(before, after)
+		if err := s.audit.Record(ctx, seckill.AuditEntry{Action: action, SaleID: id, Owner: before.MerchantID, Before: was, After: is}); err != nil {
+			return err
+		}
+		return redis(before, after)
+	})
 	if err != nil {
 		return View{}, err
 	}
 	s.rows.forget(id)
 	s.rules.forget(id)
-	return s.view(ctx, sl)
+	return s.view(ctx, after)
 }

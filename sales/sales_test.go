@@ -20,7 +20,7 @@ func TestChangesCommitTogether(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	v, err := svc.Create(ctx, seckill.Sale{Name: "n", Item: "i", PriceCents: 100, Total: 10, PerUserLimit: 2,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}.Input())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestChangesCommitTogether(t *testing.T) {
 	if _, err := svc.Restock(ctx, id, seckill.MaxTotal); seckill.CodeOf(err) != seckill.CodeInvalid {
 		t.Errorf("restock over the bound: %v", err)
 	}
-	if _, err := svc.Update(ctx, id, seckill.SalePatch{PerUserLimit: ptr(int64(16))}); seckill.CodeOf(err) != seckill.CodeInvalid {
+	if _, err := svc.Update(ctx, id, seckill.SaleInput{SalePatch: seckill.SalePatch{PerUserLimit: ptr(int64(16))}}); seckill.CodeOf(err) != seckill.CodeInvalid {
 		t.Errorf("a limit over the total: %v", err)
 	}
 	check("after refused changes", 15, seckill.StatusActive)
@@ -63,7 +63,7 @@ func TestChangesCommitTogether(t *testing.T) {
 
 	// The audit log holds the changes made, in the name of the actor, and
 	// none of the refused ones.
-	rows, err := svc.Audit(ctx, seckill.AuditFilter{SaleID: id})
+	rows, err := env.Ledger.AuditLog(ctx, seckill.AuditFilter{SaleID: id, Limit: 10})
 	if err != nil || len(rows) != 2 || rows[0].Action != seckill.AuditSaleRestock || rows[1].Action != seckill.AuditSaleCreate ||
 		rows[0].Actor != seckill.RoleSystem || string(rows[0].Before) != `{"total":10}` || string(rows[0].After) != `{"total":15}` {
 		t.Errorf("audit rows: %+v %v", rows, err)

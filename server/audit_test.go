@@ -139,3 +139,73 @@ func TestConcurrentPatchesAuditedInCommitOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMerchantAuditView: a merchant reads the rows of its own sales and
+// account, and the addresses of its own actions only, in the JSON view and
+// the CSV export alike (the export once showed the operator's address);
+// the failed sign-ins that named its email are its rows too, with the
+// guesser's address, as a security log shows them; the operator reads
+// every row with every address.
+func TestMerchantAuditView(t *testing.T) {
+	st := newStack(t)
+	_, a := merchantLogin(t, st, "view@shop.example")
+	sale := saleOf(t, st, []string{a})
+	const operatorIP, guesserIP = "198.51.100.7", "203.0.113.9"
+	if r := call(t, ipHandler{st.h, operatorIP}, "PATCH", fmt.Sprintf("/admin/api/sales/%d", sale), map[string]any{"price_cents": 7}, admin()); r.Status != 200 {
+		t.Fatal(r)
+	}
+	if s := loginFrom(st, guesserIP, `{"email":"VIEW@shop.example","password":"not the password"}`); s != 401 {
+		t.Fatalf("a wrong password: %d", s)
+	}
+	if s := loginFrom(st, guesserIP, `{"email":"nobody@shop.example","password":"not the password"}`); s != 401 {
+		t.Fatalf("an unknown email: %d", s)
+	}
+
+	// The sale's rows: JSON and CSV show the same addresses.
+	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?sale_id=%d", sale), nil, a)
+	if r.Status != 200 {
+		t.Fatal(r)
+	}
+	entries := r.Body["entries"].([]any)
+	if len(entries) != 2 {
+		t.Fatalf("the sale's rows: %v", r)
+	}
+	ips := map[string]string{}
+	for _, e := range entries {
+		row := e.(map[string]any)
+		ips[row["action"].(string)] = row["ip"].(string)
+	}
+	if ips["sale.patch"] != "" || ips["sale.create"] != "192.0.2.1" {
+		t.Errorf("JSON addresses: %v, want the operator's blank and the merchant's own", ips)
+	}
+	csv := call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?sale_id=%d&format=csv", sale), nil, a)
+	if csv.Status != 200 || strings.Contains(csv.Raw, operatorIP) || !strings.Contains(csv.Raw, "192.0.2.1") {
+		t.Errorf("CSV shows another actor's address, or not its own:\n%s", csv.Raw)
+	}
+
+	// Its account's rows: its sign-in, and the failed one that named it.
+	r = call(t, st.h, "GET", "/admin/api/audit?actor=view@shop.example", nil, a)
+	var failed []map[string]any
+	for _, e := range r.Body["entries"].([]any) {
+		if row := e.(map[string]any); row["action"] == "login.failed" {
+			failed = append(failed, row)
+		}
+	}
+	if len(failed) != 1 || failed[0]["ip"] != guesserIP {
+		t.Errorf("the merchant's failed sign-ins: %v, want one from %s", failed, guesserIP)
+	}
+	for _, e := range call(t, st.h, "GET", "/admin/api/audit?limit=500", nil, a).Body["entries"].([]any) {
+		if row := e.(map[string]any); row["actor"] == "nobody@shop.example" {
+			t.Errorf("a merchant reads another email's failed sign-in: %v", row)
+		}
+	}
+
+	// The operator reads every address.
+	all := auditRows(t, st, fmt.Sprintf("?sale_id=%d", sale))
+	if len(all) != 2 || all[0]["ip"] != operatorIP {
+		t.Errorf("the operator's view: %v", all)
+	}
+	if rows := auditRows(t, st, "?actor=nobody@shop.example"); len(rows) != 1 || rows[0]["ip"] != guesserIP {
+		t.Errorf("the operator's view of an unknown email's failed sign-in: %v", rows)
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -135,14 +134,11 @@ func (s *Server) actAs(c *gin.Context, a seckill.Actor) {
 	c.Request = c.Request.WithContext(seckill.WithActor(c.Request.Context(), a))
 }
 
-// operator is the configured admin password's and token's actor.
-var operator = seckill.Actor{ID: seckill.RoleOperator, Role: seckill.RoleOperator}
-
 // adminAuth checks the bearer admin token or the admin session cookie and
 // returns whose it is.
 func (s *Server) adminAuth(c *gin.Context) (seckill.Actor, error) {
 	if tok, ok := bearer(c); ok {
-		return operator, s.Admins.CheckToken(tok)
+		return merchants.Operator, s.Admins.CheckToken(tok)
 	}
 	sess, _ := c.Cookie(adminCookie)
 	who, err := s.Admins.Check(c.Request.Context(), sess)
@@ -150,7 +146,7 @@ func (s *Server) adminAuth(c *gin.Context) (seckill.Actor, error) {
 		return seckill.Actor{}, err
 	}
 	if who == sessions.Operator {
-		return operator, nil
+		return merchants.Operator, nil
 	}
 	id, opened, ok := merchants.ParseWho(who)
 	if !ok {
@@ -160,11 +156,7 @@ func (s *Server) adminAuth(c *gin.Context) (seckill.Actor, error) {
 	if err != nil {
 		return seckill.Actor{}, err
 	}
-	return merchantActor(m), nil
-}
-
-func merchantActor(m seckill.Merchant) seckill.Actor {
-	return seckill.Actor{ID: m.Email, Role: seckill.RoleMerchant, MerchantID: m.ID}
+	return merchants.Actor(m), nil
 }
 
 // adminSession tells the admin page whether it is logged in, and as
@@ -192,24 +184,6 @@ type loginRequest struct {
 	TOTP     string  `json:"totp"`
 }
 
-// adminLogin checks a login: {"password"} the operator's, {"email",
-// "password", "totp"} a merchant's; the request acts as whom it names
-// (for the audit row of a failed login too).
-func (s *Server) adminLogin(c *gin.Context, req loginRequest) (string, time.Time, error) {
-	if req.Email == nil {
-		s.actAs(c, operator)
-		return s.Admins.Login(c.Request.Context(), req.Password)
-	}
-	email, _ := identity.NormalizeEmail(*req.Email)
-	s.actAs(c, seckill.Actor{ID: email, Role: seckill.RoleMerchant})
-	m, err := s.Merchants.Login(c.Request.Context(), *req.Email, req.Password, req.TOTP)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	s.actAs(c, merchantActor(m))
-	return s.Admins.Open(c.Request.Context(), merchants.Who(m.ID, s.Now()))
-}
-
 // login opens an admin session. Attempts are limited per client IP, so a
 // password cannot be guessed at speed.
 func (s *Server) login(c *gin.Context) {
@@ -231,25 +205,14 @@ func (s *Server) login(c *gin.Context) {
 	if !s.throttleKey(c, s.accountLogins, account, "login attempts for this account") {
 		return
 	}
-	sess, exp, err := s.adminLogin(c, req)
-	ctx := c.Request.Context()
-	if seckill.CodeOf(err) == seckill.CodeUnauthenticated {
-		if rerr := s.Sales.Record(ctx, seckill.AuditLoginFailed); rerr != nil {
-			slog.Warn("a failed login not in the audit log", "err", rerr)
-		}
-	}
-	if err == nil {
-		// No session without its row in the audit log.
-		if err = s.Sales.Record(ctx, seckill.AuditLogin); err != nil {
-			_ = s.Admins.Logout(ctx, sess)
-		}
-	}
+	s.actAs(c, seckill.Actor{}) // whoever signs in, from this address
+	sess, err := s.Merchants.SignIn(c.Request.Context(), merchants.Credentials{Email: req.Email, Password: req.Password, TOTP: req.TOTP})
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	s.setCookie(c, adminCookie, sess, exp, http.SameSiteStrictMode)
-	c.JSON(http.StatusOK, gin.H{"ok": true, "expires_at": exp.UTC().Format(time.RFC3339)})
+	s.setCookie(c, adminCookie, sess.Token, sess.Expires, http.SameSiteStrictMode)
+	c.JSON(http.StatusOK, gin.H{"ok": true, "expires_at": sess.Expires.UTC().Format(time.RFC3339)})
 }
 
 func (s *Server) logout(c *gin.Context) {

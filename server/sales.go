@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -104,114 +103,20 @@ func (s *Server) writeSale(c *gin.Context, status int, v sales.View, err error) 
 	c.JSON(status, saleView(v, s.Now(), true))
 }
 
-// saleRequest is the body of creating (every field required but buckets
-// and the bot defence's) or patching (any field but total and buckets) a
-// sale.
-type saleRequest struct {
-	Buckets      *int       `json:"buckets"`
-	Name         *string    `json:"name"`
-	Item         *string    `json:"item"`
-	PriceCents   *int64     `json:"price_cents"`
-	Total        *int64     `json:"total"`
-	PerUserLimit *int64     `json:"per_user_limit"`
-	StartsAt     *time.Time `json:"starts_at"`
-	EndsAt       *time.Time `json:"ends_at"`
-	// Bot defence (optional on create).
-	RequireTicket *bool `json:"require_ticket"`
-	PowDifficulty *int  `json:"pow_difficulty"`
-	// VerifiedOnly sells only to verified identities (optional on create).
-	VerifiedOnly *bool `json:"verified_only"`
-	// The waiting room (optional on create).
-	WaitingRoom    *bool      `json:"waiting_room"`
-	QueueOpensAt   *time.Time `json:"queue_opens_at"`
-	AdmitPerSecond *int64     `json:"admit_per_second"`
-	// MerchantID names the merchant whose sale it is (the operator only;
-	// a merchant's sales are its own).
-	MerchantID *int64 `json:"merchant_id"`
-}
-
-// patch is the request as a change to a sale. Names lose surrounding white
-// space here, so what is validated is what is stored.
-func (r saleRequest) patch() seckill.SalePatch {
-	return seckill.SalePatch{Name: trimmed(r.Name), Item: trimmed(r.Item), PriceCents: r.PriceCents,
-		PerUserLimit: r.PerUserLimit, StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly,
-		WaitingRoom: r.WaitingRoom, QueueOpensAt: r.QueueOpensAt, AdmitPerSecond: r.AdmitPerSecond, MerchantID: r.MerchantID}
-}
-
-func trimmed(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	t := strings.TrimSpace(*s)
-	return &t
-}
-
-func (r saleRequest) missing() []seckill.FieldError {
-	var fs []seckill.FieldError
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"name", r.Name != nil}, {"item", r.Item != nil}, {"price_cents", r.PriceCents != nil},
-		{"total", r.Total != nil}, {"per_user_limit", r.PerUserLimit != nil},
-		{"starts_at", r.StartsAt != nil}, {"ends_at", r.EndsAt != nil},
-	} {
-		if !f.set {
-			fs = append(fs, seckill.FieldError{Field: f.name, Message: "is required"})
-		}
-	}
-	return fs
-}
-
 func (s *Server) createSale(c *gin.Context) {
-	var req saleRequest
-	if err := decode(c, &req); err != nil {
+	var in seckill.SaleInput
+	if err := decode(c, &in); err != nil {
 		abort(c, err)
 		return
 	}
-	if fs := req.missing(); len(fs) > 0 {
-		abort(c, seckill.Invalid(fs...))
-		return
-	}
-	sale := seckill.Sale{Total: *req.Total, Buckets: 1}.Apply(req.patch())
-	// Zeros given are out of range, not the defaults Create would give.
-	var zero []seckill.FieldError
-	if req.Buckets != nil {
-		if *req.Buckets == 0 {
-			zero = append(zero, seckill.FieldError{Field: "buckets", Message: "must be between 1 and 64"})
-		}
-		sale.Buckets = *req.Buckets
-	}
-	if req.AdmitPerSecond != nil && *req.AdmitPerSecond == 0 {
-		zero = append(zero, seckill.FieldError{Field: "admit_per_second", Message: "must be between 1 and 100000"})
-	}
-	if req.QueueOpensAt != nil && req.QueueOpensAt.IsZero() {
-		zero = append(zero, seckill.FieldError{Field: "queue_opens_at", Message: "must lie between the years 2000 and 9999"})
-	}
-	if len(zero) > 0 {
-		abort(c, seckill.Invalid(zero...))
-		return
-	}
-	v, err := s.Sales.Create(c.Request.Context(), sale)
+	v, err := s.Sales.Create(c.Request.Context(), in)
 	s.writeSale(c, http.StatusCreated, v, err)
 }
 
 func (s *Server) updateSale(c *gin.Context) {
-	var req saleRequest
-	if err := decode(c, &req); err != nil {
+	var in seckill.SaleInput
+	if err := decode(c, &in); err != nil {
 		abort(c, err)
-		return
-	}
-	var fixed []seckill.FieldError
-	if req.Total != nil {
-		fixed = append(fixed, seckill.FieldError{Field: "total", Message: "changes only by restock"})
-	}
-	if req.Buckets != nil {
-		fixed = append(fixed, seckill.FieldError{Field: "buckets", Message: "is fixed when the sale is created"})
-	}
-	if len(fixed) > 0 {
-		abort(c, seckill.Invalid(fixed...))
 		return
 	}
 	id, err := saleID(c)
@@ -219,7 +124,7 @@ func (s *Server) updateSale(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	v, err := s.Sales.Update(c.Request.Context(), id, req.patch())
+	v, err := s.Sales.Update(c.Request.Context(), id, in)
 	s.writeSale(c, http.StatusOK, v, err)
 }
 
@@ -230,10 +135,6 @@ type restockRequest struct {
 func (s *Server) restock(c *gin.Context) {
 	var req restockRequest
 	if err := decode(c, &req); err != nil {
-		abort(c, err)
-		return
-	}
-	if err := seckill.ValidRestock(0, req.Qty); err != nil {
 		abort(c, err)
 		return
 	}

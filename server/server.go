@@ -87,8 +87,10 @@ type Deps struct {
 	Admins   *sessions.Admins
 	// Identity are the shoppers' sign-ins offered.
 	Identity Identity
-	// Merchants are the admin panel's merchants.
+	// Merchants are the admin panel's merchants and its sign-in.
 	Merchants *merchants.Service
+	// Audit reads the audit log.
+	Audit AuditLog
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
@@ -39,17 +40,19 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	cfg := s.Config
 	now := time.Now
 	sc := SessionsConfig(cfg)
-	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
+	log := audit.New(s.Ledger, now)
+	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), room.Key(cfg.JWTSecret), cfg.TicketTTL, now)
 	id, err := s.identity(now)
 	if err != nil {
 		return server.Deps{}, err
 	}
+	admins := sessions.NewAdmins(s.Redis, sc, now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
-		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
-		Identity: id, Merchants: merchants.New(s.Ledger, now), Ready: s.Ready(), Registry: registry, Now: now,
+		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: admins, Audit: log,
+		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if id.OIDC != nil {
 		d.Shoppers.Accept(id.OIDC)

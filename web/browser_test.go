@@ -402,19 +402,19 @@ func TestHostileNamesRenderAsText(t *testing.T) {
 	)
 	now := time.Now().UTC().Truncate(time.Second)
 	v, err := srv.Sales.Create(ctx, seckill.Sale{Name: markup, Item: rtl, PriceCents: 4999, Total: 5,
-		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+		PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}.Input())
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := v.Sale
 	// An older row, written before the API refused direction overrides.
-	legacy, err := env.Ledger.CreateSale(ctx, seckill.Sale{Name: "invoice \u202efdp.exe", Item: "old item",
+	legacy, err := env.Ledger.InsertSale(ctx, seckill.Sale{Name: "invoice \u202efdp.exe", Item: "old item",
 		PriceCents: 100, Total: 5, PerUserLimit: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
-		Status: seckill.StatusActive, Buckets: 1}, now, func(sl seckill.Sale) error {
-		_, err := env.Inventory.Warm(ctx, sl)
-		return err
-	})
+		Status: seckill.StatusActive, Buckets: 1}.WithDefaults(), now)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Inventory.Warm(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
 

@@ -40,7 +40,7 @@ func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr s
 	v, err := svc.Create(ctx, seckill.Sale{
 		Name: demoName, Item: demoItem, PriceCents: 4999, Total: demoUnits, PerUserLimit: 2,
 		StartsAt: now.Add(demoOpensIn), EndsAt: now.Add(30 * time.Minute),
-	})
+	}.Input())
 	if err != nil {
 		return fmt.Errorf("demo sale: %w", err)
 	}

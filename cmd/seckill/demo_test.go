@@ -23,7 +23,7 @@ func TestDemoEndsTheLastDemo(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	sale := func(name string) int64 {
 		v, err := srv.Sales.Create(ctx, seckill.Sale{Name: name, Item: demoItem, PriceCents: 4999, Total: 10, PerUserLimit: 2,
-			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}.Input())
 		if err != nil {
 			t.Fatal(err)
 		}

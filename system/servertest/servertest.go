@@ -338,7 +338,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
 		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty, VerifiedOnly: spec.VerifiedOnly,
 		WaitingRoom: spec.WaitingRoom, QueueOpensAt: spec.QueueOpens.UTC().Truncate(time.Millisecond), AdmitPerSecond: spec.AdmitPerSecond,
-	})
+	}.Input())
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)
 	}

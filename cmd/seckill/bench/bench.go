@@ -281,7 +281,7 @@ func (e *Env) sale(ctx context.Context, srv *server.Server, total, limit, price 
 	v, err := srv.Sales.Create(ctx, seckill.Sale{
 		Name: "bench", Item: "bench item", PriceCents: price, Total: total, PerUserLimit: limit,
 		StartsAt: now.Add(-time.Second), EndsAt: now.Add(time.Hour),
-	})
+	}.Input())
 	return v.Sale, err
 }
 
