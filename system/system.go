@@ -85,7 +85,7 @@ func pingRedis(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).
 // use and reconnects by itself) as configured, or starts them in this
 // process in embedded mode.
 func Open(ctx context.Context, cfg configs.Config) (*System, error) {
-	if cfg.Embedded {
+	if cfg.Process.Embedded {
 		return openEmbedded(ctx, cfg)
 	}
 	var closers []func() error
@@ -105,7 +105,7 @@ func Open(ctx context.Context, cfg configs.Config) (*System, error) {
 		return nil, err
 	}
 	closers = append(closers, db.Close)
-	b := rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
+	b := rabbitmq.New(cfg.AMQP.URL, cfg.AMQP.Prefix, cfg.AMQP.QueueType)
 	closers = append(closers, b.Close)
 	s := New(cfg, Conns{Redis: rdb, DB: db, Bus: b}, nil)
 	s.closers = closers
@@ -117,7 +117,7 @@ func OpenRedis(ctx context.Context, cfg configs.Config) (redis.UniversalClient, 
 	rdb, err := inventory.Open(ctx, RedisOptions(cfg))
 	if err != nil {
 		where := "SECKILL_REDIS_ADDR"
-		if cfg.RedisSentinels != "" {
+		if cfg.Redis.Sentinels != "" {
 			where = "SECKILL_REDIS_SENTINELS, SECKILL_REDIS_MASTER"
 		}
 		return nil, fmt.Errorf("%w (%s)", err, where)
@@ -129,7 +129,7 @@ func OpenRedis(ctx context.Context, cfg configs.Config) (redis.UniversalClient, 
 func OpenMySQL(ctx context.Context, cfg configs.Config) (*sqlx.DB, error) {
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	db, err := orders.Open(octx, cfg.MySQLDSN)
+	db, err := orders.Open(octx, cfg.MySQL.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("mysql (SECKILL_MYSQL_DSN): %w", err)
 	}
@@ -163,7 +163,7 @@ func (s *System) Prepare(ctx context.Context, migrate bool) error {
 		}
 		return s.restore(ctx)
 	}
-	if migrate || s.Config.AutoMigrate {
+	if migrate || s.Config.MySQL.AutoMigrate {
 		if err := Migrate(ctx, s.DB); err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func (s *System) checkDurability(ctx context.Context) error {
 		slog.Info("redis persistence", "masters", desc)
 	case !errors.Is(err, inventory.ErrVolatile):
 		slog.Warn("could not read Redis persistence", "err", err)
-	case s.Config.Production() && !s.Config.RedisAllowVolatile:
+	case s.Config.Production() && !s.Config.Redis.AllowVolatile:
 		return fmt.Errorf("%w: a Redis restart would lose accepted orders and the stock; "+
 			"run it with appendonly yes (see configs/redis.conf) or set SECKILL_REDIS_ALLOW_VOLATILE=1", err)
 	default:
@@ -224,6 +224,3 @@ func Migrate(ctx context.Context, db *sqlx.DB) error {
 	slog.Info("schema up to date")
 	return nil
 }
-
-// keep is how long a sale's Redis keys and outbox stay after its end.
-func keep(c configs.Config) time.Duration { return c.PaymentWindow + c.SaleRetention }
