@@ -132,6 +132,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 		"SECKILL_ADMIN_PASSWORD=admin-password-value", "SECKILL_REDIS_PASSWORD=redis-password-value",
 		"SECKILL_AMQP_URL=amqp://user:amqp-password-value@host:5672/",
 		"SECKILL_MYSQL_DSN=root:mysql-password-value@tcp(db:3306)/seckill?parseTime=true",
+		"SECKILL_OIDC_CLIENT_SECRET=oidc-secret-value",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,12 +141,14 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	slog.New(slog.NewTextHandler(&b, nil)).Info("start", "config", c)
 	out := b.String()
 	for _, secret := range []string{"jwt-secret-value", "admin-token-value", "admin-password-value",
-		"redis-password-value", "amqp-password-value", "mysql-password-value"} {
+		"redis-password-value", "amqp-password-value", "mysql-password-value", "oidc-secret-value"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("log line shows %s: %s", secret, out)
 		}
 	}
-	for _, shown := range []string{"amqp://user:***@host:5672/", "root:***@tcp(db:3306)"} {
+	// Each from its section, under its key as in seckill.yaml.
+	for _, shown := range []string{"amqp_url=amqp://user:***@host:5672/", "mysql_dsn=\"root:***@tcp(db:3306)",
+		"redis_password=***", "oidc_client_secret=***", "jwt_secret=***", "redis_prefix=sk", "worker_batch=500"} {
 		if !strings.Contains(out, shown) {
 			t.Errorf("log line lacks %s: %s", shown, out)
 		}
