@@ -19,11 +19,11 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"http_addr": c.HTTPAddr == "127.0.0.1:8080", "redis_addr": c.RedisAddr == "127.0.0.1:6379",
-		"amqp_url":       c.AMQPURL == "amqp://guest:guest@127.0.0.1:5672/",
-		"mysql_dsn":      c.MySQLDSN == "root@tcp(127.0.0.1:3306)/seckill?parseTime=true",
-		"payment_window": c.PaymentWindow == 15*time.Minute,
-		"jwt_secret":     len(c.JWTSecret) == 64, "admin_password": c.GeneratedAdminPassword,
+		"http_addr": c.HTTP.Addr == "127.0.0.1:8080", "redis_addr": c.Redis.Addr == "127.0.0.1:6379",
+		"amqp_url":       c.AMQP.URL == "amqp://guest:guest@127.0.0.1:5672/",
+		"mysql_dsn":      c.MySQL.DSN == "root@tcp(127.0.0.1:3306)/seckill?parseTime=true",
+		"payment_window": c.Orders.PaymentWindow == 15*time.Minute,
+		"jwt_secret":     len(c.Sessions.JWTSecret) == 64, "admin_password": c.Sessions.GeneratedAdminPassword,
 	}
 	for k, ok := range want {
 		if ok != true {
@@ -41,8 +41,8 @@ func TestEnvironmentOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != "0.0.0.0:9000" || c.RedisDB != 3 || c.PaymentWindow != 90*time.Second ||
-		c.RatePerIP != 0 || c.RateGlobal != 12.5 || c.BatchEnabled || c.JWTSecret != "s3cret" {
+	if c.HTTP.Addr != "0.0.0.0:9000" || c.Redis.DB != 3 || c.Orders.PaymentWindow != 90*time.Second ||
+		c.Buy.RatePerIP != 0 || c.Buy.RateGlobal != 12.5 || c.Buy.BatchEnabled || c.Sessions.JWTSecret != "s3cret" {
 		t.Errorf("overrides not applied: %+v", c)
 	}
 }
@@ -56,7 +56,7 @@ func TestConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != "127.0.0.1:7000" || c.BatchMax != 32 {
+	if c.HTTP.Addr != "127.0.0.1:7000" || c.Buy.BatchMax != 32 {
 		t.Errorf("file then environment: %+v", c)
 	}
 }
@@ -101,8 +101,8 @@ func TestInvalidConfigNamesTheSetting(t *testing.T) {
 // relying party cannot be an IP).
 func TestIdentityDefaults(t *testing.T) {
 	c, err := configs.Load(nil)
-	if err != nil || c.Identity != "guest" || c.PublicURL != "http://localhost:8080" {
-		t.Fatalf("defaults: %q %q %v", c.Identity, c.PublicURL, err)
+	if err != nil || c.Identity.Sources != "guest" || c.Identity.PublicURL != "http://localhost:8080" {
+		t.Fatalf("defaults: %q %q %v", c.Identity.Sources, c.Identity.PublicURL, err)
 	}
 	prod := []string{"SECKILL_ENV=production", "SECKILL_JWT_SECRET=" + strings.Repeat("s", 32), "SECKILL_ADMIN_PASSWORD=x"}
 	if _, err := configs.Load(append(prod, "SECKILL_ALLOW_GUEST=true")); err != nil {
@@ -117,12 +117,12 @@ func TestIdentityDefaults(t *testing.T) {
 		t.Errorf("production accounts and oidc without a public URL: %v", err)
 	}
 	c, err = configs.Load(append(named, "SECKILL_PUBLIC_URL=https://shop.example"))
-	if err != nil || fmt.Sprint(c.IdentitySources()) != "[oidc accounts]" {
-		t.Errorf("production accounts and oidc: %v %v", err, c.IdentitySources())
+	if err != nil || fmt.Sprint(c.Identity.List()) != "[oidc accounts]" {
+		t.Errorf("production accounts and oidc: %v %v", err, c.Identity.List())
 	}
 	c, err = configs.Load([]string{"SECKILL_HTTP_ADDR=0.0.0.0:9000"})
-	if err != nil || c.PublicURL != "http://localhost:9000" {
-		t.Errorf("development public URL: %v %q", err, c.PublicURL)
+	if err != nil || c.Identity.PublicURL != "http://localhost:9000" {
+		t.Errorf("development public URL: %v %q", err, c.Identity.PublicURL)
 	}
 }
 
@@ -132,6 +132,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 		"SECKILL_ADMIN_PASSWORD=admin-password-value", "SECKILL_REDIS_PASSWORD=redis-password-value",
 		"SECKILL_AMQP_URL=amqp://user:amqp-password-value@host:5672/",
 		"SECKILL_MYSQL_DSN=root:mysql-password-value@tcp(db:3306)/seckill?parseTime=true",
+		"SECKILL_OIDC_CLIENT_SECRET=oidc-secret-value",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,12 +141,14 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	slog.New(slog.NewTextHandler(&b, nil)).Info("start", "config", c)
 	out := b.String()
 	for _, secret := range []string{"jwt-secret-value", "admin-token-value", "admin-password-value",
-		"redis-password-value", "amqp-password-value", "mysql-password-value"} {
+		"redis-password-value", "amqp-password-value", "mysql-password-value", "oidc-secret-value"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("log line shows %s: %s", secret, out)
 		}
 	}
-	for _, shown := range []string{"amqp://user:***@host:5672/", "root:***@tcp(db:3306)"} {
+	// Each from its section, under its key as in seckill.yaml.
+	for _, shown := range []string{"amqp_url=amqp://user:***@host:5672/", "mysql_dsn=\"root:***@tcp(db:3306)",
+		"redis_password=***", "oidc_client_secret=***", "jwt_secret=***", "redis_prefix=sk", "worker_batch=500"} {
 		if !strings.Contains(out, shown) {
 			t.Errorf("log line lacks %s: %s", shown, out)
 		}

@@ -31,7 +31,7 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	cfg := servertest.Config(t)
 	rdb := servertest.Redis(t, cfg)
-	inv := inventory.New(rdb, inventory.Config{Prefix: cfg.RedisPrefix, Keep: keep})
+	inv := inventory.New(rdb, inventory.Config{Prefix: cfg.Redis.Prefix, Keep: keep})
 	return &env{rdb: rdb, keys: inv.Keys(), inv: inv}
 }
 

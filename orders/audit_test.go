@@ -25,7 +25,7 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	cfg := servertest.Config(t)
 	root := servertest.MySQL(t, cfg)
-	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	dsn, err := mysql.ParseDSN(cfg.MySQL.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestChangesCommitTogether(t *testing.T) {
 
 	// Redis lost the sale: a change that needs its stock there is refused,
 	// and the ledger's half is rolled back.
-	servertest.DeleteKeys(t, env.Redis, env.Config.RedisPrefix+":*")
+	servertest.DeleteKeys(t, env.Redis, env.Config.Redis.Prefix+":*")
 	if _, err := svc.Restock(ctx, id, 5); !errors.Is(err, seckill.ErrSaleNotFound) {
 		t.Errorf("restock of a sale Redis lost: %v", err)
 	}

@@ -17,7 +17,7 @@ func state(t *testing.T, st *stack) string {
 	t.Helper()
 	ctx := context.Background()
 	var keys []string
-	for _, k := range servertest.Keys(t, st.Redis, st.Config.RedisPrefix+":*") {
+	for _, k := range servertest.Keys(t, st.Redis, st.Config.Redis.Prefix+":*") {
 		if !strings.HasSuffix(k, ":outcomes") {
 			keys = append(keys, k)
 		}

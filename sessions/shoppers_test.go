@@ -24,7 +24,7 @@ func (p *countingProvider) Verify(_ context.Context, raw string) (sessions.User,
 
 func shoppers(t *testing.T) *sessions.Shoppers {
 	cfg := servertest.Config(t)
-	return sessions.NewShoppers(servertest.Redis(t, cfg), sessions.Config{Prefix: cfg.RedisPrefix, Secret: []byte(servertest.JWTSecret), TTL: time.Hour}, time.Now)
+	return sessions.NewShoppers(servertest.Redis(t, cfg), sessions.Config{Prefix: cfg.Redis.Prefix, Secret: []byte(servertest.JWTSecret), TTL: time.Hour}, time.Now)
 }
 
 // TestProviderTokensCached: a provider's token is checked once, then its

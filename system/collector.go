@@ -42,7 +42,7 @@ func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	if ids, err := c.s.Ledger.SaleIDs(ctx, time.Now().Add(-keep(c.s.Config))); err == nil {
+	if ids, err := c.s.Ledger.SaleIDs(ctx, time.Now().Add(-c.s.Config.Orders.Keep())); err == nil {
 		stocks, err := c.s.Stock.Stocks(ctx, ids)
 		if err != nil {
 			slog.Debug("metrics: reading the live sales' stock", "err", err)

@@ -18,41 +18,41 @@ import (
 // RedisOptions say where Redis is.
 func RedisOptions(c configs.Config) rdb.Options {
 	return rdb.Options{
-		Addrs: configs.SplitList(c.RedisAddr), Sentinels: configs.SplitList(c.RedisSentinels), Master: c.RedisMaster,
-		DB: c.RedisDB, Password: c.RedisPassword, PoolSize: c.RedisPoolSize,
+		Addrs: configs.SplitList(c.Redis.Addr), Sentinels: configs.SplitList(c.Redis.Sentinels), Master: c.Redis.Master,
+		DB: c.Redis.DB, Password: c.Redis.Password, PoolSize: c.Redis.PoolSize,
 	}
 }
 
 // InventoryConfig is the stock store's.
 func InventoryConfig(c configs.Config) inventory.Config {
-	return inventory.Config{Prefix: c.RedisPrefix, Keep: keep(c), WaitReplicas: c.RedisWaitReplicas, WaitTimeout: c.RedisWaitTimeout}
+	return inventory.Config{Prefix: c.Redis.Prefix, Keep: c.Orders.Keep(), WaitReplicas: c.Redis.WaitReplicas, WaitTimeout: c.Redis.WaitTimeout}
 }
 
 // SessionsConfig is the shopper and admin sessions'.
 func SessionsConfig(c configs.Config) sessions.Config {
 	return sessions.Config{
-		Prefix: c.RedisPrefix, Secret: []byte(c.JWTSecret), TTL: c.SessionTTL,
-		AdminPassword: c.AdminPassword, AdminToken: c.AdminToken,
+		Prefix: c.Redis.Prefix, Secret: []byte(c.Sessions.JWTSecret), TTL: c.Sessions.TTL,
+		AdminPassword: c.Sessions.AdminPassword, AdminToken: c.Sessions.AdminToken,
 	}
 }
 
 // ServerConfig is the HTTP server's.
 func ServerConfig(c configs.Config) server.Config {
 	return server.Config{
-		Addr: c.HTTPAddr, ReadTimeout: c.HTTPReadTimeout, WriteTimeout: c.HTTPWriteTimeout, ShutdownTimeout: c.ShutdownTimeout,
-		TrustedProxies: c.TrustedProxiesList(), BodyLimit: c.BodyLimit, CookieSecure: c.CookieSecure,
-		PublicOrigins: c.PublicOriginsList(), AllowedOrigins: c.AllowedOriginsList(),
-		WSMaxPerIP: c.WSMaxPerIP, WSMaxTotal: c.WSMaxTotal, WSPoll: c.WSPoll,
-		RateGlobal: c.RateGlobal, RatePerUser: c.RatePerUser, RatePerIP: c.RatePerIP,
-		RateSignupPerIP: c.RateSignupPerIP, RateSigninPerIP: c.RateSigninPerIP,
+		Addr: c.HTTP.Addr, ReadTimeout: c.HTTP.ReadTimeout, WriteTimeout: c.HTTP.WriteTimeout, ShutdownTimeout: c.Process.ShutdownTimeout,
+		TrustedProxies: c.HTTP.TrustedProxiesList(), BodyLimit: c.HTTP.BodyLimit, CookieSecure: c.HTTP.CookieSecure,
+		PublicOrigins: c.HTTP.PublicOriginsList(), AllowedOrigins: c.HTTP.AllowedOriginsList(),
+		WSMaxPerIP: c.HTTP.WSMaxPerIP, WSMaxTotal: c.HTTP.WSMaxTotal, WSPoll: c.HTTP.WSPoll,
+		RateGlobal: c.Buy.RateGlobal, RatePerUser: c.Buy.RatePerUser, RatePerIP: c.Buy.RatePerIP,
+		RateSignupPerIP: c.Identity.RateSignupPerIP, RateSigninPerIP: c.Identity.RateSigninPerIP,
 	}
 }
 
 // OIDCConfig names the shop's OpenID Connect provider.
 func OIDCConfig(c configs.Config) identity.OIDCConfig {
 	return identity.OIDCConfig{
-		Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: c.OIDCClientSecret, Audience: c.OIDCAudience,
-		RedirectURL: strings.TrimRight(c.PublicURL, "/") + "/auth/oidc/callback",
+		Issuer: c.Identity.OIDCIssuer, ClientID: c.Identity.OIDCClientID, ClientSecret: c.Identity.OIDCClientSecret, Audience: c.Identity.OIDCAudience,
+		RedirectURL: strings.TrimRight(c.Identity.PublicURL, "/") + "/auth/oidc/callback",
 	}
 }
 
@@ -60,8 +60,8 @@ func OIDCConfig(c configs.Config) identity.OIDCConfig {
 // into the log as well in development and embedded mode.
 func Mailer(c configs.Config, embedded bool) identity.Mailer {
 	var m identity.Mailer
-	if c.SMTPAddr != "" {
-		m = identity.SMTP{Addr: c.SMTPAddr, From: c.SMTPFrom}
+	if c.Identity.SMTPAddr != "" {
+		m = identity.SMTP{Addr: c.Identity.SMTPAddr, From: c.Identity.SMTPFrom}
 	}
 	if embedded || !c.Production() {
 		m = identity.LogMail{Next: m}
@@ -75,17 +75,17 @@ func Mailer(c configs.Config, embedded bool) identity.Mailer {
 // WorkerConfig is the order worker's.
 func WorkerConfig(c configs.Config) worker.Config {
 	return worker.Config{
-		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
-		Consumers: c.WorkerConsumers, Grace: c.ShutdownTimeout,
+		Batch: c.Orders.WorkerBatch, Flush: c.Orders.WorkerFlush, Prefetch: c.Orders.WorkerPrefetch, Window: c.Orders.PaymentWindow,
+		Consumers: c.Orders.WorkerConsumers, Grace: c.Process.ShutdownTimeout,
 	}
 }
 
 // RelayConfig is the outbox relay's.
 func RelayConfig(c configs.Config) worker.RelayConfig {
-	return worker.RelayConfig{Batch: c.RelayBatch, Pack: c.RelayPack, ClaimIdle: c.RelayClaimIdle, Linger: c.RelayLinger, Lookback: keep(c)}
+	return worker.RelayConfig{Batch: c.Orders.RelayBatch, Pack: c.Orders.RelayPack, ClaimIdle: c.Orders.RelayClaimIdle, Linger: c.Orders.RelayLinger, Lookback: c.Orders.Keep()}
 }
 
 // ReconcilerConfig is the reconciler's, asking b where missing orders are.
 func ReconcilerConfig(c configs.Config, b bus.Bus) worker.ReconcilerConfig {
-	return worker.ReconcilerConfig{Grace: c.ReconcileGrace, Window: c.PaymentWindow, Bus: b}
+	return worker.ReconcilerConfig{Grace: c.Orders.ReconcileGrace, Window: c.Orders.PaymentWindow, Bus: b}
 }

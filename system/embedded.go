@@ -24,12 +24,12 @@ import (
 // SQLite ledger in data_dir, the in-process bus. Nothing is shared with
 // another process, so embedded mode is `seckill all` only.
 func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
-	if cfg.GeneratedAdminPassword {
-		pw, err := keptPassword(cfg.DataDir, cfg.AdminPassword)
+	if cfg.Sessions.GeneratedAdminPassword {
+		pw, err := keptPassword(cfg.Process.DataDir, cfg.Sessions.AdminPassword)
 		if err != nil {
 			return nil, err
 		}
-		cfg.AdminPassword = pw
+		cfg.Sessions.AdminPassword = pw
 	}
 	var closers []func() error
 	closeAll := func() {
@@ -43,13 +43,13 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	}
 	mr.ClockTTL(true) // keys expire with the wall clock, as on redis-server
 	closers = append(closers, func() error { mr.Close(); return nil })
-	redis, err := rdb.Open(ctx, rdb.Options{Addrs: []string{mr.Addr()}, PoolSize: cfg.RedisPoolSize})
+	redis, err := rdb.Open(ctx, rdb.Options{Addrs: []string{mr.Addr()}, PoolSize: cfg.Redis.PoolSize})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	closers = append(closers, redis.Close)
-	db, err := orders.OpenSQLite(ctx, cfg.DataDir)
+	db, err := orders.OpenSQLite(ctx, cfg.Process.DataDir)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("ledger (SECKILL_DATA_DIR): %w", err)
@@ -65,7 +65,7 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 		"schema": func(ctx context.Context) error { return orders.CheckSchema(ctx, db) },
 		"bus":    b.Ping,
 	}
-	slog.Info("embedded services", "redis", mr.Addr(), "ledger", cfg.DataDir, "bus", "in-process")
+	slog.Info("embedded services", "redis", mr.Addr(), "ledger", cfg.Process.DataDir, "bus", "in-process")
 	return s, nil
 }
 
@@ -74,7 +74,7 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 // Each live sale's Redis state is rebuilt from the ledger (the repair
 // path), and the pending orders get their payment timeouts again.
 func (s *System) restore(ctx context.Context) error {
-	ids, err := s.Ledger.SaleIDs(ctx, time.Now().Add(-keep(s.Config)))
+	ids, err := s.Ledger.SaleIDs(ctx, time.Now().Add(-s.Config.Orders.Keep()))
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *System) Drain(ctx context.Context) {
 	if !s.Embedded {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.Config.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.Config.Process.ShutdownTimeout)
 	defer cancel()
 	for {
 		n, err := s.Bus.Depth(ctx, bus.Orders)
@@ -141,4 +141,4 @@ func keptPassword(dir, made string) (string, error) {
 
 // PasswordFile is where an embedded system keeps its made-up admin
 // password.
-func PasswordFile(cfg configs.Config) string { return filepath.Join(cfg.DataDir, passwordFile) }
+func PasswordFile(cfg configs.Config) string { return filepath.Join(cfg.Process.DataDir, passwordFile) }

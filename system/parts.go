@@ -41,8 +41,8 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	now := time.Now
 	sc := SessionsConfig(cfg)
 	log := audit.New(s.Ledger, now)
-	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
-	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), room.Key(cfg.JWTSecret), cfg.TicketTTL, now)
+	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow}, now)
+	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.Sessions.JWTSecret), room.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)
 	id, err := s.identity(now)
 	if err != nil {
 		return server.Deps{}, err
@@ -50,7 +50,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	admins := sessions.NewAdmins(s.Redis, sc, now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
-		Room:     room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
+		Room:     room.New(s.Stock, svc, room.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
 		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: admins, Audit: log,
 		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}
@@ -71,8 +71,8 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 // provider is discovered now (a start fails if it cannot be reached).
 func (s *System) identity(now func() time.Time) (server.Identity, error) {
 	cfg := s.Config
-	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))}
-	if cfg.HasIdentity(configs.SourceOIDC) {
+	id := server.Identity{Guest: cfg.Identity.Has(configs.SourceGuest), Pending: identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))}
+	if cfg.Identity.Has(configs.SourceOIDC) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		o, err := identity.NewOIDC(ctx, OIDCConfig(cfg), now)
@@ -81,9 +81,9 @@ func (s *System) identity(now func() time.Time) (server.Identity, error) {
 		}
 		id.OIDC = o
 	}
-	if cfg.HasIdentity(configs.SourceAccounts) {
-		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.PublicURL}, now)
-		pk, err := identity.NewPasskeys(cfg.PublicURL, s.Ledger, id.Pending, now)
+	if cfg.Identity.Has(configs.SourceAccounts) {
+		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.Identity.PublicURL}, now)
+		pk, err := identity.NewPasskeys(cfg.Identity.PublicURL, s.Ledger, id.Pending, now)
 		if err != nil {
 			return server.Identity{}, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
 		}
@@ -99,14 +99,14 @@ func (s *System) buyChain(registry *prometheus.Registry) (server.Reserver, []fun
 	m := newChainMetrics(registry)
 	var chain inventory.Reserver = s.Stock
 	var chores []func(context.Context)
-	bc := inventory.BatcherConfig{Max: cfg.BatchMax, Lane: s.Stock.Lane, OnBatch: m.batch}
-	if cfg.SoldOutRecheck > 0 {
-		fast := inventory.NewFastPath(chain, s.Stock, cfg.SoldOutRecheck)
+	bc := inventory.BatcherConfig{Max: cfg.Buy.BatchMax, Lane: s.Stock.Lane, OnBatch: m.batch}
+	if cfg.Buy.SoldOutRecheck > 0 {
+		fast := inventory.NewFastPath(chain, s.Stock, cfg.Buy.SoldOutRecheck)
 		fast.OnHit = m.hit
 		chain, bc.Gather = fast, fast.Gather
 		chores = append(chores, fast.Run)
 	}
-	if cfg.BatchEnabled {
+	if cfg.Buy.BatchEnabled {
 		chain = inventory.NewBatcher(chain, bc)
 	}
 	return chain, chores
@@ -158,7 +158,7 @@ func (s *System) Reconciler() *worker.Reconciler {
 // RunRebalancer evens out the buckets of every live sale every second
 // until ctx ends.
 func (s *System) RunRebalancer(ctx context.Context) error {
-	s.Stock.RunRebalancer(ctx, s.Ledger, keep(s.Config), time.Second)
+	s.Stock.RunRebalancer(ctx, s.Ledger, s.Config.Orders.Keep(), time.Second)
 	return nil
 }
 
@@ -170,12 +170,12 @@ func (s *System) RunWorkers(ctx context.Context) error {
 	durDone := make(chan struct{})
 	go func() { defer close(durDone); s.WatchDurability(dur) }()
 	defer func() { stopDur(); <-durDone }()
-	if s.Config.ReconcileInterval > 0 {
+	if s.Config.Orders.ReconcileInterval > 0 {
 		watch, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Reconciler().Watch(watch, s.Ledger, keep(s.Config), s.Config.ReconcileInterval)
+			s.Reconciler().Watch(watch, s.Ledger, s.Config.Orders.Keep(), s.Config.Orders.ReconcileInterval)
 		}()
 		defer func() { stop(); <-done }()
 	}

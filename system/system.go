@@ -83,7 +83,7 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 // use and reconnects by itself) as configured, or starts them in this
 // process in embedded mode.
 func Open(ctx context.Context, cfg configs.Config) (*System, error) {
-	if cfg.Embedded {
+	if cfg.Process.Embedded {
 		return openEmbedded(ctx, cfg)
 	}
 	var closers []func() error
@@ -103,7 +103,7 @@ func Open(ctx context.Context, cfg configs.Config) (*System, error) {
 		return nil, err
 	}
 	closers = append(closers, db.Close)
-	b := rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
+	b := rabbitmq.New(cfg.AMQP.URL, cfg.AMQP.Prefix, cfg.AMQP.QueueType)
 	closers = append(closers, b.Close)
 	s := New(cfg, Conns{Redis: rdb, DB: db, Bus: b}, nil)
 	s.closers = closers
@@ -115,7 +115,7 @@ func OpenRedis(ctx context.Context, cfg configs.Config) (rdb.Client, error) {
 	c, err := rdb.Open(ctx, RedisOptions(cfg))
 	if err != nil {
 		where := "SECKILL_REDIS_ADDR"
-		if cfg.RedisSentinels != "" {
+		if cfg.Redis.Sentinels != "" {
 			where = "SECKILL_REDIS_SENTINELS, SECKILL_REDIS_MASTER"
 		}
 		return nil, fmt.Errorf("%w (%s)", err, where)
@@ -127,7 +127,7 @@ func OpenRedis(ctx context.Context, cfg configs.Config) (rdb.Client, error) {
 func OpenMySQL(ctx context.Context, cfg configs.Config) (*sqlx.DB, error) {
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	db, err := orders.Open(octx, cfg.MySQLDSN)
+	db, err := orders.Open(octx, cfg.MySQL.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("mysql (SECKILL_MYSQL_DSN): %w", err)
 	}
@@ -161,7 +161,7 @@ func (s *System) Prepare(ctx context.Context, migrate bool) error {
 		}
 		return s.restore(ctx)
 	}
-	if migrate || s.Config.AutoMigrate {
+	if migrate || s.Config.MySQL.AutoMigrate {
 		if err := Migrate(ctx, s.DB); err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (s *System) checkDurability(ctx context.Context) error {
 		slog.Info("redis persistence", "masters", desc)
 	case !errors.Is(err, rdb.ErrVolatile):
 		slog.Warn("could not read Redis persistence", "err", err)
-	case s.Config.Production() && !s.Config.RedisAllowVolatile:
+	case s.Config.Production() && !s.Config.Redis.AllowVolatile:
 		return fmt.Errorf("%w: a Redis restart would lose accepted orders and the stock; "+
 			"run it with appendonly yes (see configs/redis.conf) or set SECKILL_REDIS_ALLOW_VOLATILE=1", err)
 	default:
@@ -222,6 +222,3 @@ func Migrate(ctx context.Context, db *sqlx.DB) error {
 	slog.Info("schema up to date")
 	return nil
 }
-
-// keep is how long a sale's Redis keys and outbox stay after its end.
-func keep(c configs.Config) time.Duration { return c.PaymentWindow + c.SaleRetention }

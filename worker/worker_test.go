@@ -53,7 +53,7 @@ func TestBrokerOutage(t *testing.T) {
 	p := newPipeline(t)
 	px := proxy(t, "rabbitmq", "127.0.0.1:5672")
 	cfg := p.Config
-	cfg.AMQPURL = viaProxy(cfg.AMQPURL, "127.0.0.1:5672", px)
+	cfg.AMQP.URL = viaProxy(cfg.AMQP.URL, "127.0.0.1:5672", px)
 	relayBroker, workerBroker := servertest.NewBroker(cfg), servertest.NewBroker(cfg)
 	t.Cleanup(func() { relayBroker.Close(); workerBroker.Close() })
 	run(t, p.relay(relayBroker).Run)
@@ -82,9 +82,9 @@ func TestBrokerOutage(t *testing.T) {
 func TestMySQLOutage(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t)
-	addr := mysqlAddr(t, p.Config.MySQLDSN)
+	addr := mysqlAddr(t, p.Config.MySQL.DSN)
 	px := proxy(t, "mysql", addr)
-	db, err := orders.Open(context.Background(), viaProxy(p.Config.MySQLDSN, addr, px))
+	db, err := orders.Open(context.Background(), viaProxy(p.Config.MySQL.DSN, addr, px))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,10 @@ func startWorker(t *testing.T, bin string, p *pipeline) *exec.Cmd {
 	c := p.Config
 	cmd := exec.Command(bin, "worker")
 	cmd.Env = append(os.Environ(),
-		"SECKILL_REDIS_PREFIX="+c.RedisPrefix, "SECKILL_REDIS_DB="+fmt.Sprint(c.RedisDB),
-		"SECKILL_AMQP_PREFIX="+c.AMQPPrefix, "SECKILL_MYSQL_DSN="+c.MySQLDSN,
-		"SECKILL_WORKER_BATCH="+fmt.Sprint(c.WorkerBatch), "SECKILL_WORKER_METRICS_ADDR=",
-		"SECKILL_PAYMENT_WINDOW="+c.PaymentWindow.String(), "SECKILL_LOG_LEVEL=warn",
+		"SECKILL_REDIS_PREFIX="+c.Redis.Prefix, "SECKILL_REDIS_DB="+fmt.Sprint(c.Redis.DB),
+		"SECKILL_AMQP_PREFIX="+c.AMQP.Prefix, "SECKILL_MYSQL_DSN="+c.MySQL.DSN,
+		"SECKILL_WORKER_BATCH="+fmt.Sprint(c.Orders.WorkerBatch), "SECKILL_WORKER_METRICS_ADDR=",
+		"SECKILL_PAYMENT_WINDOW="+c.Orders.PaymentWindow.String(), "SECKILL_LOG_LEVEL=warn",
 	)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -425,7 +425,7 @@ func testReconcile(t *testing.T, p *pipeline) {
 	p.Redis.HIncrBy(ctx, p.Keys.Part(inventory.First(sale.ID).Tag).Buyers(), "rec-user-3", -1)
 
 	// Redis loses everything (of this deployment).
-	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
+	servertest.DeleteKeys(t, p.Redis, p.Config.Redis.Prefix+":*")
 	if status, _ := buyOnce(t, h, sale.ID, "newcomer", 1, "newcomer-01"); status != http.StatusNotFound {
 		t.Errorf("buy after FLUSHDB: %d, want 404", status)
 	}
@@ -634,7 +634,7 @@ func TestBucketedSalePipeline(t *testing.T) {
 		sold += b.Qty
 	}
 
-	servertest.DeleteKeys(t, p.Redis, p.Config.RedisPrefix+":*")
+	servertest.DeleteKeys(t, p.Redis, p.Config.Redis.Prefix+":*")
 	p.Inventory = inventory.New(p.Redis, system.InventoryConfig(p.Config)) // a process that never saw the sale
 	if err := p.reconciler().Repair(ctx, sale.ID, 5*time.Second); err != nil {
 		t.Fatal(err)

@@ -34,24 +34,24 @@ func check(ctx context.Context, out io.Writer, cfg configs.Config) error {
 		name, where string
 		probe       func(context.Context) error
 	}{
-		{"redis", cfg.RedisAddr + cfg.RedisSentinels, func(ctx context.Context) error {
+		{"redis", cfg.Redis.Addr + cfg.Redis.Sentinels, func(ctx context.Context) error {
 			rdb, err := system.OpenRedis(ctx, cfg)
 			if err == nil {
 				rdb.Close()
 			}
 			return err
 		}},
-		{"rabbitmq", configs.MaskCredentials(cfg.AMQPURL), func(ctx context.Context) error {
-			b := rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
+		{"rabbitmq", configs.MaskCredentials(cfg.AMQP.URL), func(ctx context.Context) error {
+			b := rabbitmq.New(cfg.AMQP.URL, cfg.AMQP.Prefix, cfg.AMQP.QueueType)
 			defer b.Close()
 			if err := b.Ping(ctx); err != nil {
-				return fmt.Errorf("%s (SECKILL_AMQP_URL): %w", configs.MaskCredentials(cfg.AMQPURL), err)
+				return fmt.Errorf("%s (SECKILL_AMQP_URL): %w", configs.MaskCredentials(cfg.AMQP.URL), err)
 			}
 			return nil
 		}},
-		{"mysql", configs.MaskCredentials(cfg.MySQLDSN), func(ctx context.Context) error {
-			if err := orders.Ping(ctx, cfg.MySQLDSN); err != nil {
-				return fmt.Errorf("%s (SECKILL_MYSQL_DSN): %w", configs.MaskCredentials(cfg.MySQLDSN), err)
+		{"mysql", configs.MaskCredentials(cfg.MySQL.DSN), func(ctx context.Context) error {
+			if err := orders.Ping(ctx, cfg.MySQL.DSN); err != nil {
+				return fmt.Errorf("%s (SECKILL_MYSQL_DSN): %w", configs.MaskCredentials(cfg.MySQL.DSN), err)
 			}
 			return nil
 		}},

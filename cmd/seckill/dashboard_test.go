@@ -69,7 +69,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	env := servertest.New(t)
 	servertest.Broker(t, env.Config)
 	cfg := env.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
+	cfg.Buy.RateGlobal, cfg.Buy.RatePerUser, cfg.Buy.RatePerIP = 0, 0, 0
 	ops := freeAddr(t)
 	ctx := context.Background()
 	child, err := bench.Start(ctx, bin, cfg, []string{"SECKILL_OPS_ADDR=" + ops}, "all")
@@ -101,7 +101,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 		return err == nil && n == 1, fmt.Sprintf("%d targets up, %v", n, err)
 	})
 
-	rep, err := loadtest.Run(ctx, loadtest.Options{URL: "http://" + child.Addr, AdminToken: cfg.AdminToken, JWTSecret: cfg.JWTSecret,
+	rep, err := loadtest.Run(ctx, loadtest.Options{URL: "http://" + child.Addr, AdminToken: cfg.Sessions.AdminToken, JWTSecret: cfg.Sessions.JWTSecret,
 		CreateSale: "total=300,limit=1", Users: 400, Qty: 1, Concurrency: 16, Duration: 3 * time.Second})
 	if err != nil || rep.Accepted == 0 {
 		t.Fatalf("the burst: %v, %d accepted", err, rep.Accepted)

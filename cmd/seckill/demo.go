@@ -33,7 +33,7 @@ const (
 // one, prints where to look, and runs the crowd (the load tool at a gentle
 // rate) until the sale ends or ctx does.
 func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr string) error {
-	if err := endDemo(ctx, svc, cfg.DataDir); err != nil {
+	if err := endDemo(ctx, svc, cfg.Process.DataDir); err != nil {
 		return err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -45,7 +45,7 @@ func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr s
 		return fmt.Errorf("demo sale: %w", err)
 	}
 	sale := v.Sale
-	if err := noteDemo(cfg.DataDir, sale.ID); err != nil {
+	if err := noteDemo(cfg.Process.DataDir, sale.ID); err != nil {
 		slog.Warn("demo: could not note the demo sale; the next demo will not end it", "err", err)
 	}
 	base := "http://" + addr
@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr s
 	case <-time.After(time.Until(sale.StartsAt)):
 	}
 	_, err = loadtest.Run(ctx, loadtest.Options{
-		URL: base, SaleID: sale.ID, Users: demoUsers, JWTSecret: cfg.JWTSecret, Qty: 1, Retries: 0.05,
+		URL: base, SaleID: sale.ID, Users: demoUsers, JWTSecret: cfg.Sessions.JWTSecret, Qty: 1, Retries: 0.05,
 		Rate: demoRate, MaxInFlight: 50, Duration: time.Until(sale.EndsAt), NoAudit: true,
 	})
 	if ctx.Err() != nil {

@@ -204,8 +204,8 @@ func runFailover(t *testing.T, sc scenario) outcome {
 // processEnv is the environment of a child on cfg's names and secrets.
 func processEnv(cfg configs.Config, env []string) []string {
 	return append(append(os.Environ(),
-		"SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "SECKILL_AMQP_PREFIX="+cfg.AMQPPrefix, "SECKILL_MYSQL_DSN="+cfg.MySQLDSN,
-		"SECKILL_JWT_SECRET="+cfg.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.AdminToken,
+		"SECKILL_REDIS_PREFIX="+cfg.Redis.Prefix, "SECKILL_AMQP_PREFIX="+cfg.AMQP.Prefix, "SECKILL_MYSQL_DSN="+cfg.MySQL.DSN,
+		"SECKILL_JWT_SECRET="+cfg.Sessions.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.Sessions.AdminToken,
 		"SECKILL_WORKER_METRICS_ADDR=", "SECKILL_OPS_ADDR=", "SECKILL_LOG_LEVEL=warn"), env...)
 }
 

@@ -17,11 +17,11 @@ import (
 func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	o := loadtest.Options{Progress: os.Stderr}
-	fs.StringVar(&o.URL, "url", "http://"+cfg.HTTPAddr, "the server to load")
+	fs.StringVar(&o.URL, "url", "http://"+cfg.HTTP.Addr, "the server to load")
 	fs.Int64Var(&o.SaleID, "sale", 0, "the sale to buy from; 0 creates one (see --create-sale)")
 	fs.StringVar(&o.CreateSale, "create-sale", "total=1000,limit=2,price=100,start=0s,duration=1h",
 		"the sale to create when --sale is 0 (start is a delay from now; add ticket=1 and pow=N for a sale with buy tickets, verified=1 for verified shoppers only)")
-	fs.StringVar(&o.AdminToken, "admin-token", cfg.AdminToken, "admin bearer token (creates the sale, reads stats); default SECKILL_ADMIN_TOKEN")
+	fs.StringVar(&o.AdminToken, "admin-token", cfg.Sessions.AdminToken, "admin bearer token (creates the sale, reads stats); default SECKILL_ADMIN_TOKEN")
 	fs.IntVar(&o.Users, "users", 1000, "distinct shoppers")
 	fs.StringVar(&o.JWTSecret, "jwt-secret", os.Getenv("SECKILL_JWT_SECRET"),
 		"mint tokens offline with this secret (default SECKILL_JWT_SECRET); empty: sign each user in with POST /api/session")

@@ -81,7 +81,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return err
 	}
 	setupLogging(cfg)
-	stop, err := tracing.Setup(ctx, cfg.OtelEndpoint, "seckill-"+cmd)
+	stop, err := tracing.Setup(ctx, cfg.Tracing.Endpoint, "seckill-"+cmd)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 
 func setupLogging(cfg configs.Config) {
 	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	_ = lvl.UnmarshalText([]byte(cfg.Process.LogLevel))
 	opts := &slog.HandlerOptions{Level: lvl}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if cfg.Production() {

@@ -15,7 +15,7 @@ import (
 // image has no curl): exit 0 when it answers 200.
 func runReady(ctx context.Context, cfg configs.Config, args []string) error {
 	fs := flag.NewFlagSet("ready", flag.ContinueOnError)
-	addr := fs.String("addr", cfg.HTTPAddr, "the listener to ask (a serve's HTTP address, a worker's SECKILL_WORKER_METRICS_ADDR)")
+	addr := fs.String("addr", cfg.HTTP.Addr, "the listener to ask (a serve's HTTP address, a worker's SECKILL_WORKER_METRICS_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}

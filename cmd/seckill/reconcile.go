@@ -38,7 +38,7 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 		return err
 	}
 	defer sys.Close()
-	keep := cfg.PaymentWindow + cfg.SaleRetention
+	keep := cfg.Orders.Keep()
 	rc := sys.Reconciler()
 	ids := []int64{*sale}
 	if *sale == 0 {

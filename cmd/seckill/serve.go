@@ -17,7 +17,7 @@ import (
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {
 	fs := flag.NewFlagSet("all", flag.ContinueOnError)
-	embedded := fs.Bool("embedded", cfg.Embedded, "run with no external service: in-process Redis, SQLite ledger in data_dir, in-process bus (default SECKILL_EMBEDDED)")
+	embedded := fs.Bool("embedded", cfg.Process.Embedded, "run with no external service: in-process Redis, SQLite ledger in data_dir, in-process bus (default SECKILL_EMBEDDED)")
 	demo := fs.Bool("demo", false, "create a sample sale opening a few seconds after start, with simulated shoppers buying from it")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -25,7 +25,7 @@ func runAll(ctx context.Context, cfg configs.Config, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: all takes no arguments besides its flags", errUsage)
 	}
-	cfg.Embedded = *embedded
+	cfg.Process.Embedded = *embedded
 	return serve(ctx, cfg, true, *demo)
 }
 
@@ -77,14 +77,14 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("listen on %s (SECKILL_HTTP_ADDR): %w", cfg.HTTP.Addr, err)
 	}
 	banner(sys, ln.Addr().String())
 
-	if cfg.OpsAddr != "" {
-		stop, err := serveOps(ctx, cfg.OpsAddr, "SECKILL_OPS_ADDR", sys)
+	if cfg.HTTP.OpsAddr != "" {
+		stop, err := serveOps(ctx, cfg.HTTP.OpsAddr, "SECKILL_OPS_ADDR", sys)
 		if err != nil {
 			return err
 		}
@@ -120,16 +120,16 @@ func banner(sys *system.System, addr string) {
 	cfg := sys.Config
 	how := "on the configured Redis, RabbitMQ and MySQL"
 	if sys.Embedded {
-		how = fmt.Sprintf("embedded: Redis, the message bus and the SQLite ledger (%s) run in this process", cfg.DataDir)
+		how = fmt.Sprintf("embedded: Redis, the message bus and the SQLite ledger (%s) run in this process", cfg.Process.DataDir)
 	}
 	fmt.Printf("\n  Seckill is running, %s.\n    shop:  http://%s/\n    admin: http://%s/admin\n", how, addr, addr)
 	switch {
-	case cfg.GeneratedAdminPassword && sys.Embedded:
+	case cfg.Sessions.GeneratedAdminPassword && sys.Embedded:
 		fmt.Printf("    admin password: %s (made up for this data directory and kept in %s; set SECKILL_ADMIN_PASSWORD to choose one)\n",
-			cfg.AdminPassword, system.PasswordFile(cfg))
-	case cfg.GeneratedAdminPassword:
+			cfg.Sessions.AdminPassword, system.PasswordFile(cfg))
+	case cfg.Sessions.GeneratedAdminPassword:
 		// Development only: production requires SECKILL_ADMIN_PASSWORD.
-		fmt.Printf("    admin password: %s (made up at this start: the next one makes up another; set SECKILL_ADMIN_PASSWORD to keep one)\n", cfg.AdminPassword)
+		fmt.Printf("    admin password: %s (made up at this start: the next one makes up another; set SECKILL_ADMIN_PASSWORD to keep one)\n", cfg.Sessions.AdminPassword)
 	}
 	fmt.Println()
 }
@@ -137,7 +137,7 @@ func banner(sys *system.System, addr string) {
 // notEmbedded refuses a command that cannot run embedded: the embedded
 // services live inside one `seckill all` process.
 func notEmbedded(cfg configs.Config, cmd string) error {
-	if cfg.Embedded {
+	if cfg.Process.Embedded {
 		return fmt.Errorf("seckill %s runs on the configured services; embedded mode (SECKILL_EMBEDDED) is `seckill all --embedded` only", cmd)
 	}
 	return nil
@@ -176,8 +176,8 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 	if err := sys.Prepare(ctx, false); err != nil {
 		return err
 	}
-	if cfg.WorkerMetricsAddr != "" {
-		stop, err := serveOps(ctx, cfg.WorkerMetricsAddr, "SECKILL_WORKER_METRICS_ADDR", sys)
+	if cfg.Orders.WorkerMetricsAddr != "" {
+		stop, err := serveOps(ctx, cfg.Orders.WorkerMetricsAddr, "SECKILL_WORKER_METRICS_ADDR", sys)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func startup(t *testing.T, env []string, args ...string) (out string, running bo
 func baseEnv(t *testing.T, dsn string) []string {
 	cfg := servertest.Config(t)
 	return []string{
-		"SECKILL_MYSQL_DSN=" + dsn, "SECKILL_REDIS_PREFIX=" + cfg.RedisPrefix, "SECKILL_AMQP_PREFIX=" + cfg.AMQPPrefix,
+		"SECKILL_MYSQL_DSN=" + dsn, "SECKILL_REDIS_PREFIX=" + cfg.Redis.Prefix, "SECKILL_AMQP_PREFIX=" + cfg.AMQP.Prefix,
 		"SECKILL_HTTP_ADDR=127.0.0.1:0", "SECKILL_OPS_ADDR=", "SECKILL_WORKER_METRICS_ADDR=",
 		"SECKILL_JWT_SECRET=" + servertest.JWTSecret, "SECKILL_ADMIN_PASSWORD=" + servertest.AdminPassword,
 	}
@@ -57,7 +57,7 @@ func baseEnv(t *testing.T, dsn string) []string {
 // migrated, dropped when the test ends.
 func emptyDatabase(t *testing.T) string {
 	t.Helper()
-	c, err := mysql.ParseDSN(servertest.Config(t).MySQLDSN)
+	c, err := mysql.ParseDSN(servertest.Config(t).MySQL.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,13 +137,13 @@ func Redis(t testing.TB, cfg configs.Config) redis.UniversalClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cfg.RedisPoolSize = 200
+	cfg.Redis.PoolSize = 200
 	rdb, err := system.OpenRedis(ctx, cfg)
 	if err != nil {
 		t.Fatalf("servertest: %v.\nStart it with: %s\nor run scripts/services.sh, which starts every service the tests need.", err, startRedisCmd)
 	}
 	t.Cleanup(func() {
-		DeleteKeys(t, rdb, cfg.RedisPrefix+":*")
+		DeleteKeys(t, rdb, cfg.Redis.Prefix+":*")
 		rdb.Close()
 	})
 	return rdb
@@ -211,14 +211,14 @@ func MySQL(t testing.TB, cfg configs.Config) *sqlx.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := orders.Open(ctx, cfg.MySQLDSN)
+	db, err := orders.Open(ctx, cfg.MySQL.DSN)
 	if err != nil {
 		t.Fatalf("servertest: MySQL does not answer (%v).\nStart it with: %s\nor run .ci/run, which starts every service the tests need.", err, startMySQL)
 	}
 	if _, err := orders.Migrate(ctx, db); err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
-	name := mustDBName(t, cfg.MySQLDSN)
+	name := mustDBName(t, cfg.MySQL.DSN)
 	t.Cleanup(func() {
 		if _, err := db.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
 			t.Logf("servertest: drop database %s: %v", name, err)
@@ -250,10 +250,10 @@ func Broker(t testing.TB, cfg configs.Config) *rabbitmq.Bus {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := b.Ping(ctx); err != nil {
-		t.Fatal(RabbitMQHint(cfg.AMQPURL, err))
+		t.Fatal(RabbitMQHint(cfg.AMQP.URL, err))
 	}
 	t.Cleanup(func() {
-		if err := b.DeleteAll(cfg.PaymentWindow); err != nil {
+		if err := b.DeleteAll(cfg.Orders.PaymentWindow); err != nil {
 			t.Logf("servertest: deleting queues: %v", err)
 		}
 		b.Close()
@@ -264,7 +264,7 @@ func Broker(t testing.TB, cfg configs.Config) *rabbitmq.Bus {
 // NewBroker returns a RabbitMQ bus for the config, without checks or
 // cleanup (for a second connection, say through a fault-injecting proxy).
 func NewBroker(cfg configs.Config) *rabbitmq.Bus {
-	return rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
+	return rabbitmq.New(cfg.AMQP.URL, cfg.AMQP.Prefix, cfg.AMQP.QueueType)
 }
 
 // Server builds a server on the env's connections, as a process of its

@@ -33,7 +33,7 @@ func articleCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if _, err := e.DB.ExecContext(ctx, "INSERT INTO bench_stock VALUES (1, ?)", stock); err != nil {
 		return Table{}, err
 	}
-	watchKey := e.Config.RedisPrefix + ":bench:watch-stock"
+	watchKey := e.Config.Redis.Prefix + ":bench:watch-stock"
 	if err := e.Redis.Set(ctx, watchKey, stock, 0).Err(); err != nil {
 		return Table{}, err
 	}

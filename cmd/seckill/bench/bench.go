@@ -175,22 +175,22 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	cfg := base
-	cfg.RedisPrefix = "bench" + id
-	cfg.AMQPPrefix = "bench" + id
-	dsn, err := mysql.ParseDSN(cfg.MySQLDSN)
+	cfg.Redis.Prefix = "bench" + id
+	cfg.AMQP.Prefix = "bench" + id
+	dsn, err := mysql.ParseDSN(cfg.MySQL.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_MYSQL_DSN: %w", err)
 	}
 	dsn.DBName = "seckill_bench_" + id
-	cfg.MySQLDSN = dsn.FormatDSN()
+	cfg.MySQL.DSN = dsn.FormatDSN()
 
 	e := &Env{Config: cfg, dbName: dsn.DBName}
-	e.Redis = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB, Password: cfg.RedisPassword, PoolSize: 256})
+	e.Redis = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, DB: cfg.Redis.DB, Password: cfg.Redis.Password, PoolSize: 256})
 	if err := e.Redis.Ping(ctx).Err(); err != nil {
 		e.Redis.Close()
-		return nil, fmt.Errorf("redis at %s: %w", cfg.RedisAddr, err)
+		return nil, fmt.Errorf("redis at %s: %w", cfg.Redis.Addr, err)
 	}
-	if e.DB, err = orders.Open(ctx, cfg.MySQLDSN); err != nil {
+	if e.DB, err = orders.Open(ctx, cfg.MySQL.DSN); err != nil {
 		e.Redis.Close()
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 		e.close()
 		return nil, err
 	}
-	e.Broker = rabbitmq.New(cfg.AMQPURL, cfg.AMQPPrefix, cfg.AMQPQueueType)
+	e.Broker = rabbitmq.New(cfg.AMQP.URL, cfg.AMQP.Prefix, cfg.AMQP.QueueType)
 	if err := e.Broker.Ping(ctx); err != nil {
 		e.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
@@ -212,7 +212,7 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 
 func (e *Env) close() {
 	if e.Broker != nil {
-		if err := e.Broker.DeleteAll(e.Config.PaymentWindow); err != nil {
+		if err := e.Broker.DeleteAll(e.Config.Orders.PaymentWindow); err != nil {
 			slog.Warn("bench: deleting queues", "err", err)
 		}
 		e.Broker.Close()
@@ -224,7 +224,7 @@ func (e *Env) close() {
 		e.DB.Close()
 	}
 	ctx := context.Background()
-	iter := e.Redis.Scan(ctx, 0, e.Config.RedisPrefix+":*", 1000).Iterator()
+	iter := e.Redis.Scan(ctx, 0, e.Config.Redis.Prefix+":*", 1000).Iterator()
 	for iter.Next(ctx) {
 		e.Redis.Unlink(ctx, iter.Val())
 	}

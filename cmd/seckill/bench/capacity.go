@@ -68,10 +68,10 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			return Table{}, err
 		}
 		base := "http://" + child.Addr
-		open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, nil)
+		open, err := createSale(ctx, base, cfg.Sessions.AdminToken, seckill.MaxTotal, nil)
 		if err == nil {
 			var soldOut int64
-			if soldOut, err = createSale(ctx, base, cfg.AdminToken, 1, nil); err == nil {
+			if soldOut, err = createSale(ctx, base, cfg.Sessions.AdminToken, 1, nil); err == nil {
 				for ki, kind := range []struct {
 					name string
 					sale int64
@@ -79,7 +79,7 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 					var steps []rampStep
 					var accepted int64
 					for _, rate := range rates {
-						s, err := rampAt(ctx, base, cfg.AdminToken, cfg.JWTSecret, kind.sale, rate, step, child)
+						s, err := rampAt(ctx, base, cfg.Sessions.AdminToken, cfg.Sessions.JWTSecret, kind.sale, rate, step, child)
 						if err != nil {
 							child.Stop()
 							return Table{}, fmt.Errorf("%s, %s at %.0f/s: %w", m.name, kind.name, rate, err)
@@ -87,7 +87,7 @@ func capacityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 						if kind.sale == open && s.accepted > 0 {
 							accepted += s.accepted
 							cpu0, svc0 := child.CPU(), serviceCPU()
-							if _, err := ledgerLag(ctx, base, cfg.AdminToken, open, accepted); err != nil {
+							if _, err := ledgerLag(ctx, base, cfg.Sessions.AdminToken, open, accepted); err != nil {
 								child.Stop()
 								return Table{}, err
 							}

@@ -51,10 +51,10 @@ func Start(ctx context.Context, binary string, cfg configs.Config, env []string,
 	ln.Close()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(),
-		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "SECKILL_AMQP_PREFIX="+cfg.AMQPPrefix,
-		"SECKILL_MYSQL_DSN="+cfg.MySQLDSN, "SECKILL_JWT_SECRET="+cfg.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.AdminToken,
-		fmt.Sprintf("SECKILL_RATE_GLOBAL=%g", cfg.RateGlobal), fmt.Sprintf("SECKILL_RATE_PER_USER=%g", cfg.RatePerUser),
-		fmt.Sprintf("SECKILL_RATE_PER_IP=%g", cfg.RatePerIP), "SECKILL_LOG_LEVEL=warn",
+		"SECKILL_HTTP_ADDR="+addr, "SECKILL_REDIS_PREFIX="+cfg.Redis.Prefix, "SECKILL_AMQP_PREFIX="+cfg.AMQP.Prefix,
+		"SECKILL_MYSQL_DSN="+cfg.MySQL.DSN, "SECKILL_JWT_SECRET="+cfg.Sessions.JWTSecret, "SECKILL_ADMIN_TOKEN="+cfg.Sessions.AdminToken,
+		fmt.Sprintf("SECKILL_RATE_GLOBAL=%g", cfg.Buy.RateGlobal), fmt.Sprintf("SECKILL_RATE_PER_USER=%g", cfg.Buy.RatePerUser),
+		fmt.Sprintf("SECKILL_RATE_PER_IP=%g", cfg.Buy.RatePerIP), "SECKILL_LOG_LEVEL=warn",
 		// Every client of the bench comes from 127.0.0.1; no ops listener, so
 		// several children can run at once.
 		"SECKILL_WS_MAX_PER_IP=0", "SECKILL_WS_MAX_TOTAL=0", "SECKILL_OPS_ADDR=",

@@ -24,14 +24,14 @@ func coalesceCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		return Table{}, err
 	}
 	var calls, decided int64
-	batcher := inventory.NewBatcher(e.Inv, inventory.BatcherConfig{Max: e.Config.BatchMax, Lane: e.Inv.Lane,
+	batcher := inventory.NewBatcher(e.Inv, inventory.BatcherConfig{Max: e.Config.Buy.BatchMax, Lane: e.Inv.Lane,
 		OnBatch: func(n int) { calls++; decided += int64(n) }}) // one runner per sale: no race
 	contenders := []struct {
 		name string
 		via  inventory.Reserver
 	}{
 		{"one EVALSHA per request", e.Inv},
-		{fmt.Sprintf("coalesced by the batcher (cap %d)", e.Config.BatchMax), batcher},
+		{fmt.Sprintf("coalesced by the batcher (cap %d)", e.Config.Buy.BatchMax), batcher},
 	}
 	scenarios := []struct {
 		name string

@@ -16,9 +16,9 @@ import (
 // answer the ledger holds every accepted order.
 func embeddedCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
+	cfg.Buy.RateGlobal, cfg.Buy.RatePerUser, cfg.Buy.RatePerIP = 0, 0, 0
+	if cfg.Sessions.AdminToken == "" {
+		cfg.Sessions.AdminToken = "bench-admin-" + cfg.Redis.Prefix
 	}
 	dir, err := os.MkdirTemp("", "seckill-bench-embedded")
 	if err != nil {
@@ -44,7 +44,7 @@ func embeddedCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		}
 		rep, err := loadtest.Run(ctx, loadtest.Options{
 			URL: "http://" + child.Addr, CreateSale: "total=100000000,limit=1000,price=100,start=0s,duration=1h",
-			AdminToken: cfg.AdminToken, JWTSecret: cfg.JWTSecret, Users: 20_000, Qty: 1,
+			AdminToken: cfg.Sessions.AdminToken, JWTSecret: cfg.Sessions.JWTSecret, Users: 20_000, Qty: 1,
 			Concurrency: o.Clients, Duration: o.Duration, WaitPersist: persistLimit,
 		})
 		child.Stop()

@@ -17,7 +17,7 @@ import (
 // path, not the limits.
 func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
+	cfg.Buy.RateGlobal, cfg.Buy.RatePerUser, cfg.Buy.RatePerIP = 0, 0, 0
 	srv, err := e.server(cfg, nil)
 	if err != nil {
 		return Table{}, err
@@ -63,7 +63,7 @@ func httpCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			}
 			rep, err := loadtest.Run(ctx, loadtest.Options{
 				URL: "http://" + ln.Addr().String(), SaleID: c.sale, Path: c.path, NoAudit: !c.audit,
-				JWTSecret: cfg.JWTSecret, Users: 10_000, Qty: 1, Concurrency: o.Clients, Duration: o.Duration / rounds,
+				JWTSecret: cfg.Sessions.JWTSecret, Users: 10_000, Qty: 1, Concurrency: o.Clients, Duration: o.Duration / rounds,
 			})
 			if err != nil {
 				return Table{}, fmt.Errorf("%s: %w", c.name, err)

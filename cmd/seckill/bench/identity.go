@@ -46,18 +46,18 @@ func identityCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer w.close()
 	cfg, base, child := w.cfg, w.base, w.Child
-	open, err := createSale(ctx, base, cfg.AdminToken, 100_000_000, nil)
+	open, err := createSale(ctx, base, cfg.Sessions.AdminToken, 100_000_000, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, nil)
+	soldOut, err := createSale(ctx, base, cfg.Sessions.AdminToken, 1, nil)
 	if err != nil {
 		return Table{}, err
 	}
 
 	const users = 2000
 	sessionTokens, providerTokens := w.file("sessions.txt"), w.file("provider.txt")
-	if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.JWTSecret}, sessionTokens); err != nil {
+	if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.Sessions.JWTSecret}, sessionTokens); err != nil {
 		return Table{}, err
 	}
 	var b strings.Builder
@@ -154,7 +154,7 @@ type signInFigures struct {
 func signInCost(ctx context.Context, e *Env) (signInFigures, error) {
 	acc := identity.NewAccounts(e.Ledger, identity.LogMail{}, identity.AccountsConfig{PublicURL: "http://localhost"}, time.Now)
 	const password = "bench password 1"
-	email := "bench-" + e.Config.RedisPrefix + "@example.com"
+	email := "bench-" + e.Config.Redis.Prefix + "@example.com"
 	if _, err := acc.SignUp(ctx, email, password); err != nil {
 		return signInFigures{}, err
 	}

@@ -32,15 +32,15 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer w.close()
 	cfg, base, child := w.cfg, w.base, w.Child
-	open, err := createSale(ctx, base, cfg.AdminToken, seckill.MaxTotal, nil)
+	open, err := createSale(ctx, base, cfg.Sessions.AdminToken, seckill.MaxTotal, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	soldOut, err := createSale(ctx, base, cfg.AdminToken, 1, nil)
+	soldOut, err := createSale(ctx, base, cfg.Sessions.AdminToken, 1, nil)
 	if err != nil {
 		return Table{}, err
 	}
-	ticketed, err := createSale(ctx, base, cfg.AdminToken, 1, map[string]any{"require_ticket": true})
+	ticketed, err := createSale(ctx, base, cfg.Sessions.AdminToken, 1, map[string]any{"require_ticket": true})
 	if err != nil {
 		return Table{}, err
 	}
@@ -49,7 +49,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		path string
 		sale int64
 	}{{tokens, 0}, {withTickets, ticketed}} {
-		err = loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: 10_000, JWTSecret: cfg.JWTSecret, SaleID: f.sale}, f.path)
+		err = loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: 10_000, JWTSecret: cfg.Sessions.JWTSecret, SaleID: f.sale}, f.path)
 		if err != nil {
 			return Table{}, err
 		}
@@ -92,7 +92,7 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 				// The round ends when MySQL holds its orders, so the
 				// pipeline's catching up counts here, not in the next route.
 				accepted += r.statuses["200"]
-				lag, err := ledgerLag(ctx, base, cfg.AdminToken, open, accepted)
+				lag, err := ledgerLag(ctx, base, cfg.Sessions.AdminToken, open, accepted)
 				if err != nil {
 					return Table{}, err
 				}

@@ -40,8 +40,8 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	// (2) Raw multi-row INSERTs, in transactions of the worker's batch size.
 	raw := events(rawSale.ID, n)
 	start := time.Now()
-	for i := 0; i < n; i += cfg.WorkerBatch {
-		chunk := ordersOf(raw[i:min(i+cfg.WorkerBatch, n)], cfg.PaymentWindow)
+	for i := 0; i < n; i += cfg.Orders.WorkerBatch {
+		chunk := ordersOf(raw[i:min(i+cfg.Orders.WorkerBatch, n)], cfg.Orders.PaymentWindow)
 		if err := e.Ledger.InsertOrders(ctx, chunk); err != nil {
 			return Table{}, err
 		}
@@ -109,7 +109,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		},
 		Notes: []string{
 			fmt.Sprintf("worker batch %d, flush %s, prefetch %d; relay batch %d, %d events per message; the naive consumer ran for %s",
-				cfg.WorkerBatch, cfg.WorkerFlush, cfg.WorkerPrefetch, cfg.RelayBatch, cfg.RelayPack, naiveTime.Round(time.Millisecond)),
+				cfg.Orders.WorkerBatch, cfg.Orders.WorkerFlush, cfg.Orders.WorkerPrefetch, cfg.Orders.RelayBatch, cfg.Orders.RelayPack, naiveTime.Round(time.Millisecond)),
 		},
 	}, nil
 }
@@ -159,7 +159,7 @@ func checkRows(ctx context.Context, e *Env, sale int64, n int) error {
 // naive way for at most d: prefetch 1, one transaction and one ack per
 // message. It returns how many it wrote and how long that took.
 func naiveConsume(ctx context.Context, e *Env, evs []seckill.Event, d time.Duration) (int, time.Duration, error) {
-	b := rabbitmq.New(e.Config.AMQPURL, e.Config.AMQPPrefix+"-naive", e.Config.AMQPQueueType)
+	b := rabbitmq.New(e.Config.AMQP.URL, e.Config.AMQP.Prefix+"-naive", e.Config.AMQP.QueueType)
 	defer func() {
 		if err := b.DeleteAll(); err != nil {
 			slog.Warn("bench: deleting the naive queues", "err", err)
@@ -193,7 +193,7 @@ func naiveConsume(ctx context.Context, e *Env, evs []seckill.Event, d time.Durat
 		if err := json.Unmarshal(dl.Body, &ev); err != nil {
 			return done, time.Since(start), err
 		}
-		o := ordersOf([]seckill.Event{ev}, e.Config.PaymentWindow)
+		o := ordersOf([]seckill.Event{ev}, e.Config.Orders.PaymentWindow)
 		if err := e.Ledger.InsertOrders(ctx, o); err != nil {
 			return done, time.Since(start), err
 		}

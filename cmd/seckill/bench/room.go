@@ -30,7 +30,7 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		total int64
 		extra map[string]any
 	}{{100_000_000, nil}, {100_000_000, roomFields}, {1, nil}, {1, roomFields}} {
-		if sales[i], err = createSale(ctx, base, cfg.AdminToken, spec.total, spec.extra); err != nil {
+		if sales[i], err = createSale(ctx, base, cfg.Sessions.AdminToken, spec.total, spec.extra); err != nil {
 			return Table{}, err
 		}
 	}
@@ -38,7 +38,7 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	tokens := make([]string, len(sales))
 	for i, sale := range sales {
 		tokens[i] = w.file(fmt.Sprintf("tokens-%d.txt", i))
-		if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.JWTSecret, SaleID: sale}, tokens[i]); err != nil {
+		if err := loadtest.WriteTokens(ctx, loadtest.Options{URL: base, Users: users, JWTSecret: cfg.Sessions.JWTSecret, SaleID: sale}, tokens[i]); err != nil {
 			return Table{}, err
 		}
 	}
@@ -63,7 +63,7 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			}
 			if i < 2 { // the pipeline's catching up counts here, not in the next route
 				accepted[sales[i]] += r.statuses["200"]
-				if _, err := ledgerLag(ctx, base, cfg.AdminToken, sales[i], accepted[sales[i]]); err != nil {
+				if _, err := ledgerLag(ctx, base, cfg.Sessions.AdminToken, sales[i], accepted[sales[i]]); err != nil {
 					return Table{}, err
 				}
 			}
@@ -82,7 +82,7 @@ func roomCase(ctx context.Context, e *Env, o Options) (Table, error) {
 
 	cpu0 := child.CPU()
 	crowd, err := loadtest.Crowd(ctx, loadtest.CrowdOptions{
-		URL: base, AdminToken: cfg.AdminToken, JWTSecret: cfg.JWTSecret,
+		URL: base, AdminToken: cfg.Sessions.AdminToken, JWTSecret: cfg.Sessions.JWTSecret,
 		Shoppers: o.Crowd, Late: o.Crowd / 20, Lead: crowdLead(o.Crowd), AdmitPerSecond: 500, Watchers: 20,
 	})
 	if err != nil {

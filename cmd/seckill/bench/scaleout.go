@@ -25,7 +25,7 @@ func scaleoutCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}
 	defer cluster.Stop()
 	cfg := e.Config
-	cfg.RedisAddr, cfg.RedisDB = cluster.Addrs(), 0
+	cfg.Redis.Addr, cfg.Redis.DB = cluster.Addrs(), 0
 	rdb, err := system.OpenRedis(ctx, cfg)
 	if err != nil {
 		return Table{}, err
@@ -58,7 +58,7 @@ func scaleoutCase(ctx context.Context, e *Env, o Options) (Table, error) {
 		if err != nil {
 			return Table{}, err
 		}
-		batcher := inventory.NewBatcher(c.inv, inventory.BatcherConfig{Max: cfg.BatchMax, Lane: c.inv.Lane})
+		batcher := inventory.NewBatcher(c.inv, inventory.BatcherConfig{Max: cfg.Buy.BatchMax, Lane: c.inv.Lane})
 		cpu0 := ownCPU()
 		m, err := decide(ctx, o, batcher, c.inv, rdb, sale)
 		if err != nil {

@@ -16,9 +16,9 @@ import (
 // limiters off, and an admin token to create its sales with.
 func childConfig(e *Env) configs.Config {
 	cfg := e.Config
-	cfg.RateGlobal, cfg.RatePerUser, cfg.RatePerIP = 0, 0, 0
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = "bench-admin-" + cfg.RedisPrefix
+	cfg.Buy.RateGlobal, cfg.Buy.RatePerUser, cfg.Buy.RatePerIP = 0, 0, 0
+	if cfg.Sessions.AdminToken == "" {
+		cfg.Sessions.AdminToken = "bench-admin-" + cfg.Redis.Prefix
 	}
 	return cfg
 }

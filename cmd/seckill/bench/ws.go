@@ -60,7 +60,7 @@ func wsCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			{What: fmt.Sprintf("%d clients connected and served every update", o.WSClients), Got: float64(big.served), Want: float64(o.WSClients)},
 		},
 		Notes: []string{
-			fmt.Sprintf("latency = stock change in Redis → frame read by the client, over 5 changes; includes the hub's poll interval (ws_poll %s)", e.Config.WSPoll),
+			fmt.Sprintf("latency = stock change in Redis → frame read by the client, over 5 changes; includes the hub's poll interval (ws_poll %s)", e.Config.HTTP.WSPoll),
 			"server memory = growth of the `seckill serve` process's resident set while the clients connected, divided by the clients",
 		},
 	}, nil
