@@ -3,6 +3,8 @@ package worker
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/seckill/seckill/bus"
 )
 
 // Metrics are the relay's and the worker's Prometheus series.
@@ -94,6 +96,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.messages, m.persisted, m.batchSize, m.commit,
 		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled,
 		m.waitTimeouts, m.redisPersistent, m.production)
+	// A labelled series exists from its first event on: export each queue
+	// at 0 from the start, so that a panel over a healthy system reads 0,
+	// not "No data".
+	for _, q := range []string{bus.Orders, bus.Timeouts} {
+		m.messages.WithLabelValues(q)
+		m.deadLettered.WithLabelValues(q)
+	}
 	return m
 }
 
