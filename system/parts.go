@@ -136,19 +136,19 @@ func (m *chainMetrics) hit(n int)   { m.fastPath.Add(float64(n)) }
 
 // Relay builds the outbox relay.
 func (s *System) Relay() *worker.Relay {
-	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics, RelayConfig(s.Config))
+	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics.Worker, RelayConfig(s.Config))
 }
 
 // Worker builds the order worker.
 func (s *System) Worker() *worker.Worker {
-	return worker.New(s.Bus, s.Ledger, s.Stock, s.Metrics, WorkerConfig(s.Config))
+	return worker.New(s.Bus, s.Ledger, s.Stock, s.Metrics.Worker, WorkerConfig(s.Config))
 }
 
 // Reconciler builds the reconciler, which checks Redis against the ledger
 // and repairs it.
 func (s *System) Reconciler() *worker.Reconciler {
 	cfg := ReconcilerConfig(s.Config, s.Bus)
-	cfg.Metrics = s.Metrics
+	cfg.Metrics = s.Metrics.Worker
 	return worker.NewReconciler(s.Stock, s.Ledger, cfg)
 }
 

@@ -43,7 +43,7 @@ type System struct {
 	Stock    *inventory.Store
 	Ledger   *orders.Store
 	Registry *prometheus.Registry
-	Metrics  *worker.Metrics
+	Metrics  Metrics
 	// Embedded is set when the services run inside this process.
 	Embedded bool
 
@@ -51,17 +51,17 @@ type System struct {
 	closers []func() error
 }
 
-// New builds the stores of a system on its connections; metrics of the
-// worker register with registry (nil: a registry of the system's own,
+// New builds the stores of a system on its connections; its metrics
+// register with registry (nil: a registry of the system's own,
 // with the Go runtime's and the process's).
 func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	m := worker.NewMetrics(registry)
+	m := Metrics{Process: NewProcessMetrics(registry), Worker: worker.NewMetrics(registry)}
 	icfg := InventoryConfig(cfg)
-	icfg.OnWaitTimeout = m.WaitTimedOut
+	icfg.OnWaitTimeout = m.Process.WaitTimedOut
 	s := &System{
 		Config: cfg, Conns: c, Registry: registry, Metrics: m,
 		Stock:  inventory.New(c.Redis, icfg),
@@ -178,7 +178,7 @@ func (s *System) checkDurability(ctx context.Context) error {
 	defer cancel()
 	desc, err := rdb.Durability(dctx, s.Redis)
 	if err == nil || errors.Is(err, rdb.ErrVolatile) { // a failed read says nothing
-		s.Metrics.Durability(err == nil, s.Config.Production())
+		s.Metrics.Process.Durability(err == nil, s.Config.Production())
 	}
 	switch {
 	case err == nil:
@@ -205,7 +205,7 @@ func (s *System) WatchDurability(ctx context.Context) {
 		defer cancel()
 		_, err := rdb.Durability(dctx, s.Redis)
 		if err == nil || errors.Is(err, rdb.ErrVolatile) {
-			s.Metrics.Durability(err == nil, s.Config.Production())
+			s.Metrics.Process.Durability(err == nil, s.Config.Production())
 		}
 	})
 }

@@ -21,13 +21,10 @@ type Metrics struct {
 	dbRetries      prometheus.Counter
 	cancelled      prometheus.Counter
 	// What the alerts watch (configs/prometheus/alerts.yml).
-	outboxAge       prometheus.Gauge
-	ledgerLag       prometheus.Histogram
-	drifts          prometheus.Counter
-	reconciled      prometheus.Counter
-	waitTimeouts    prometheus.Counter
-	redisPersistent prometheus.Gauge
-	production      prometheus.Gauge
+	outboxAge  prometheus.Gauge
+	ledgerLag  prometheus.Histogram
+	drifts     prometheus.Counter
+	reconciled prometheus.Counter
 }
 
 // NewMetrics registers the series on reg.
@@ -83,19 +80,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
 		}),
-		waitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_redis_wait_timeouts_total", Help: "Buy calls whose WAIT for redis_wait_replicas replicas timed out (answered unavailable).",
-		}),
-		redisPersistent: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_redis_persistent", Help: "1 when every Redis master keeps its data on disk (appendonly), 0 when one keeps it only in memory; read every minute.",
-		}),
-		production: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_production", Help: "1 when the process runs with env: production.",
-		}),
 	}
 	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.messages, m.persisted, m.batchSize, m.commit,
-		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled,
-		m.waitTimeouts, m.redisPersistent, m.production)
+		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled)
 	// A labelled series exists from its first event on: export each queue
 	// at 0 from the start, so that a panel over a healthy system reads 0,
 	// not "No data".
@@ -112,21 +99,4 @@ func (m *Metrics) Persisted() int {
 	var d dto.Metric
 	_ = m.persisted.Write(&d)
 	return int(d.GetCounter().GetValue())
-}
-
-// WaitTimedOut counts a buy call whose WAIT for replicas timed out.
-func (m *Metrics) WaitTimedOut() { m.waitTimeouts.Inc() }
-
-// Durability records whether Redis persists its data, and whether the
-// process runs in production.
-func (m *Metrics) Durability(persistent, production bool) {
-	m.redisPersistent.Set(b2f(persistent))
-	m.production.Set(b2f(production))
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
