@@ -34,6 +34,18 @@ type Outbox interface {
 	AckOutbox(ctx context.Context, p inventory.Part, ids []string) error
 }
 
+// SaleLister lists the sales that end after endedAfter: those whose
+// outbox may still hold events, or whose Redis state is still kept
+// (orders.Store).
+type SaleLister interface {
+	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
+}
+
+// Publisher is the bus as the relay needs it: publishing with confirms.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, msgs ...bus.Message) (n int, err error)
+}
+
 // RelayConfig tunes a Relay.
 type RelayConfig struct {
 	// Batch is the most outbox entries (one per buy call, holding its
@@ -64,15 +76,15 @@ type RelayConfig struct {
 // at least once; the worker absorbs duplicates.
 type Relay struct {
 	outbox   Outbox
-	sales    inventory.SaleLister // the sales whose outbox may still hold events
-	bus      bus.Bus
+	sales    SaleLister // the sales whose outbox may still hold events
+	bus      Publisher
 	cfg      RelayConfig
 	metrics  *Metrics
 	consumer string
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(outbox Outbox, sales inventory.SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(outbox Outbox, sales SaleLister, b Publisher, m *Metrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second

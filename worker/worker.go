@@ -397,11 +397,17 @@ func (w *Worker) scheduleTimeouts(ctx context.Context, os []seckill.Order) error
 	return nil
 }
 
+// DelayedPublisher is the bus as the payment timeouts need it: a message
+// delivered once its delay has passed.
+type DelayedPublisher interface {
+	PublishDelayed(ctx context.Context, queue string, msg bus.Message, delay time.Duration) error
+}
+
 // ScheduleTimeouts sends the timeout message of orders, delivered after
 // delay. New orders wait out the payment window (one delay, so RabbitMQ
 // keeps one delay queue); orders re-armed after a restart wait what is
 // left of theirs.
-func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []seckill.Order, delay time.Duration) error {
+func ScheduleTimeouts(ctx context.Context, b DelayedPublisher, os []seckill.Order, delay time.Duration) error {
 	if len(os) == 0 {
 		return nil
 	}
@@ -423,12 +429,18 @@ func ScheduleTimeouts(ctx context.Context, b bus.Bus, os []seckill.Order, delay 
 	return nil
 }
 
+// PendingLister lists the orders of the ledger awaiting payment, the
+// first to expire first (orders.Store).
+type PendingLister interface {
+	PendingOrders(ctx context.Context) ([]seckill.Order, error)
+}
+
 // RearmTimeouts schedules again the payment timeouts of every pending
 // order in the ledger, each batch delivered when its last window ends:
 // for a bus that lost what it held (the in-process one, after a restart).
 // Timeouts that are also still queued are harmless: cancelling is
 // idempotent. It returns how many orders it re-armed.
-func RearmTimeouts(ctx context.Context, b bus.Bus, ledger *orders.Store, now time.Time) (int, error) {
+func RearmTimeouts(ctx context.Context, b DelayedPublisher, ledger PendingLister, now time.Time) (int, error) {
 	os, err := ledger.PendingOrders(ctx)
 	if err != nil {
 		return 0, err
