@@ -72,12 +72,17 @@ func Mailer(c configs.Config, embedded bool) identity.Mailer {
 	return m
 }
 
-// WorkerConfig is the order worker's.
-func WorkerConfig(c configs.Config) worker.Config {
-	return worker.Config{
+// OrderConsumerConfig is the order consumer's.
+func OrderConsumerConfig(c configs.Config) worker.OrderConfig {
+	return worker.OrderConfig{
 		Batch: c.WorkerBatch, Flush: c.WorkerFlush, Prefetch: c.WorkerPrefetch, Window: c.PaymentWindow,
 		Consumers: c.WorkerConsumers, Grace: c.ShutdownTimeout,
 	}
+}
+
+// TimeoutConsumerConfig is the payment timeout consumer's.
+func TimeoutConsumerConfig(c configs.Config) worker.TimeoutConfig {
+	return worker.TimeoutConfig{Grace: c.ShutdownTimeout}
 }
 
 // RelayConfig is the outbox relay's.

@@ -102,14 +102,17 @@ func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 	return worker.NewRelay(p.Inventory, p.Ledger, b, p.metrics, rc)
 }
 
-func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {
-	return worker.New(b, ledger, p.Inventory, p.metrics, system.WorkerConfig(p.Config))
+// consumers runs the order and the timeout consumer on b, writing to
+// ledger, until the test ends.
+func (p *pipeline) consumers(t *testing.T, b bus.Bus, ledger *orders.Store) {
+	run(t, worker.NewOrderConsumer(b, ledger, p.metrics, system.OrderConsumerConfig(p.Config)).Run)
+	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, p.metrics, system.TimeoutConsumerConfig(p.Config)).Run)
 }
 
-// startAll runs a relay and a worker on the pipeline's own broker.
+// startAll runs a relay and the consumers on the pipeline's own broker.
 func (p *pipeline) startAll(t *testing.T) {
 	run(t, p.relay(p.broker).Run)
-	run(t, p.worker(p.broker, p.Ledger).Run)
+	p.consumers(t, p.broker, p.Ledger)
 }
 
 // bought is an accepted buy as its 200 answer told it.

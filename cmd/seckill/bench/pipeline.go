@@ -64,18 +64,21 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	rc := system.RelayConfig(cfg)
 	rc.Poll = 50 * time.Millisecond
 	relay := worker.NewRelay(e.Inv, e.Ledger, e.Broker, m, rc)
-	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, system.WorkerConfig(cfg))
+	oc := worker.NewOrderConsumer(e.Broker, e.Ledger, m, system.OrderConsumerConfig(cfg))
+	tc := worker.NewTimeoutConsumer(e.Broker, e.Ledger, e.Inv, m, system.TimeoutConsumerConfig(cfg))
 	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	start = time.Now()
 	go func() { relay.Run(rctx); done <- struct{}{} }()
-	go func() { wk.Run(rctx); done <- struct{}{} }()
+	go func() { oc.Run(rctx); done <- struct{}{} }()
+	go func() { tc.Run(rctx); done <- struct{}{} }()
 	err = waitPersisted(ctx, m, n, 10*time.Minute)
 	pipeTime := time.Since(start)
 	if err == nil {
 		err = checkRows(ctx, e, pipeSale.ID, n)
 	}
 	stop()
+	<-done
 	<-done
 	<-done
 	if err != nil {
