@@ -6,11 +6,28 @@ import (
 	"github.com/seckill/seckill/worker"
 )
 
-// Metrics are a process's Prometheus series: its own, and its parts'.
-// All are registered when the system is built.
+// Metrics are a process's Prometheus series: its own, and each part's.
+// All are registered when the system is built, so every process exports
+// them, at 0 for a part it does not run.
 type Metrics struct {
-	Process *ProcessMetrics
-	Worker  *worker.Metrics
+	Process    *ProcessMetrics
+	Relay      *worker.RelayMetrics
+	Consumers  *worker.ConsumerMetrics // what the consumers share
+	Orders     *worker.OrderMetrics
+	Timeouts   *worker.TimeoutMetrics
+	Reconciler *worker.ReconcilerMetrics
+}
+
+// NewMetrics registers a process's series on reg.
+func NewMetrics(reg prometheus.Registerer) Metrics {
+	return Metrics{
+		Process:    NewProcessMetrics(reg),
+		Relay:      worker.NewRelayMetrics(reg),
+		Consumers:  worker.NewConsumerMetrics(reg),
+		Orders:     worker.NewOrderMetrics(reg),
+		Timeouts:   worker.NewTimeoutMetrics(reg),
+		Reconciler: worker.NewReconcilerMetrics(reg),
+	}
 }
 
 // ProcessMetrics are the series of the process as a whole, not of one of

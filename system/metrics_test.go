@@ -17,6 +17,8 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := servertest.New(t).System(reg)
 	s.Relay()
+	s.OrderConsumer()
+	s.TimeoutConsumer()
 	s.Reconciler()
 	mfs, err := reg.Gather()
 	if err != nil {

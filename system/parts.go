@@ -137,19 +137,19 @@ func (m *chainMetrics) hit(n int)   { m.fastPath.Add(float64(n)) }
 
 // Relay builds the outbox relay.
 func (s *System) Relay() *worker.Relay {
-	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics.Worker, RelayConfig(s.Config))
+	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics.Relay, RelayConfig(s.Config))
 }
 
 // OrderConsumer builds the consumer that writes the orders queue into
 // the ledger.
 func (s *System) OrderConsumer() *worker.OrderConsumer {
-	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Metrics.Worker, OrderConsumerConfig(s.Config))
+	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
 }
 
 // TimeoutConsumer builds the consumer that cancels orders unpaid at the
 // end of their payment window.
 func (s *System) TimeoutConsumer() *worker.TimeoutConsumer {
-	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Metrics.Worker, TimeoutConsumerConfig(s.Config))
+	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Metrics.Timeouts, s.Metrics.Consumers, TimeoutConsumerConfig(s.Config))
 }
 
 // RunConsumers runs the order consumer, the timeout consumer and the
@@ -159,7 +159,7 @@ func (s *System) RunConsumers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.OrderConsumer().Run(ctx) })
 	wg.Go(func() { _ = s.TimeoutConsumer().Run(ctx) })
-	wg.Go(func() { worker.WatchDeadLetters(ctx, s.Bus, s.Metrics.Worker) })
+	wg.Go(func() { worker.WatchDeadLetters(ctx, s.Bus, s.Metrics.Consumers) })
 	wg.Wait()
 	return nil
 }
@@ -167,9 +167,7 @@ func (s *System) RunConsumers(ctx context.Context) error {
 // Reconciler builds the reconciler, which checks Redis against the ledger
 // and repairs it.
 func (s *System) Reconciler() *worker.Reconciler {
-	cfg := ReconcilerConfig(s.Config, s.Bus)
-	cfg.Metrics = s.Metrics.Worker
-	return worker.NewReconciler(s.Stock, s.Ledger, cfg)
+	return worker.NewReconciler(s.Stock, s.Ledger, s.Metrics.Reconciler, ReconcilerConfig(s.Config, s.Bus))
 }
 
 // RunRebalancer evens out the buckets of every live sale every second

@@ -1,7 +1,7 @@
 // Package system assembles a Seckill process from its configuration: it
 // opens the services (or starts them inside the process, embedded), builds
 // the stores on them, and from those the buy chain, the services, the
-// HTTP server, the outbox relay, the worker and the reconciler, each with
+// HTTP server, the outbox relay, the consumers and the reconciler, each with
 // a small config of its own taken from package configs here. The command,
 // the test helpers and the benchmark suite all build their parts through
 // it, so a process is wired one way only.
@@ -25,7 +25,6 @@ import (
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/worker"
 )
 
 // Conns are the connections a System runs on.
@@ -59,7 +58,7 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 		registry = prometheus.NewRegistry()
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	m := Metrics{Process: NewProcessMetrics(registry), Worker: worker.NewMetrics(registry)}
+	m := NewMetrics(registry)
 	icfg := InventoryConfig(cfg)
 	icfg.OnWaitTimeout = m.Process.WaitTimedOut
 	s := &System{

@@ -37,19 +37,22 @@ type consumer struct {
 	prefetch     int
 	grace        time.Duration
 	deadLettered prometheus.Counter // this queue's
-	dbRetries    prometheus.Counter
+	shared       *ConsumerMetrics
 }
 
 // defaultGrace is how long the work in hand may take after shutdown
 // began, unless configured.
 const defaultGrace = 10 * time.Second
 
-func newConsumer(b Subscriber, queue string, prefetch int, grace time.Duration, m *Metrics) consumer {
+// newConsumer returns the common part of a consumer of queue; it counts
+// the messages it dead-letters in deadLettered (the consumer's own
+// series) and its ledger retries in shared.
+func newConsumer(b Subscriber, queue string, prefetch int, grace time.Duration,
+	deadLettered prometheus.Counter, shared *ConsumerMetrics) consumer {
 	if grace <= 0 {
 		grace = defaultGrace
 	}
-	return consumer{sub: b, queue: queue, prefetch: prefetch, grace: grace,
-		deadLettered: m.deadLettered.WithLabelValues(queue), dbRetries: m.dbRetries}
+	return consumer{sub: b, queue: queue, prefetch: prefetch, grace: grace, deadLettered: deadLettered, shared: shared}
 }
 
 // consumeFunc consumes one subscription until ctx ends (nil) or it
@@ -199,7 +202,7 @@ func (c *consumer) retry(ctx context.Context, what string, fn func() error) erro
 		if err == nil || orders.Refused(err) {
 			return err
 		}
-		c.dbRetries.Inc()
+		c.shared.dbRetries.Inc()
 		if orders.Transient(err) {
 			slog.Warn("worker: ledger unavailable, retrying", "while", what, "err", err, "in", bo.peek())
 		} else {
@@ -235,6 +238,28 @@ func strictJSON(body []byte, v any) error {
 	return nil
 }
 
+// ConsumerMetrics are the series the consumers of a process share: the
+// ledger writes they retried, and the depth of the dead-letter queue they
+// feed. Each consumer's own series are in its own metrics.
+type ConsumerMetrics struct {
+	dbRetries   prometheus.Counter
+	deadLetters prometheus.Gauge
+}
+
+// NewConsumerMetrics registers the consumers' shared series on reg.
+func NewConsumerMetrics(reg prometheus.Registerer) *ConsumerMetrics {
+	m := &ConsumerMetrics{
+		dbRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_worker_db_retries_total", Help: "Ledger writes retried because the ledger was unavailable or failed.",
+		}),
+		deadLetters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_dead_letters", Help: "Messages in the dead-letter queue (read every 10 s); see seckill deadletters.",
+		}),
+	}
+	reg.MustRegister(m.dbRetries, m.deadLetters)
+	return m
+}
+
 // Depther counts the messages waiting in a queue (bus.Bus).
 type Depther interface {
 	Depth(ctx context.Context, queue string) (int, error)
@@ -243,7 +268,7 @@ type Depther interface {
 // WatchDeadLetters keeps the dead-letter gauge current, reading the
 // queue's depth every 10 s, until ctx ends. One per process that runs
 // consumers.
-func WatchDeadLetters(ctx context.Context, b Depther, m *Metrics) {
+func WatchDeadLetters(ctx context.Context, b Depther, m *ConsumerMetrics) {
 	for ctx.Err() == nil {
 		if n, err := b.Depth(ctx, bus.Dead); err == nil {
 			m.deadLetters.Set(float64(n))

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -58,18 +60,19 @@ type OrderConsumer struct {
 	timeouts DelayedPublisher
 	ledger   OrderLedger
 	cfg      OrderConfig
-	metrics  *Metrics
+	metrics  *OrderMetrics
 	now      func() time.Time
 }
 
-// NewOrderConsumer returns an OrderConsumer of b's orders queue; Run
-// starts it.
-func NewOrderConsumer(b OrderBus, ledger OrderLedger, m *Metrics, cfg OrderConfig) *OrderConsumer {
+// NewOrderConsumer returns an OrderConsumer of b's orders queue, its
+// series in m and those it shares with the other consumers in shared;
+// Run starts it.
+func NewOrderConsumer(b OrderBus, ledger OrderLedger, m *OrderMetrics, shared *ConsumerMetrics, cfg OrderConfig) *OrderConsumer {
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = 1
 	}
 	return &OrderConsumer{
-		consumer: newConsumer(b, bus.Orders, cfg.Prefetch, cfg.Grace, m),
+		consumer: newConsumer(b, bus.Orders, cfg.Prefetch, cfg.Grace, m.deadLettered, shared),
 		timeouts: b, ledger: ledger, cfg: cfg, metrics: m, now: time.Now,
 	}
 }
@@ -202,8 +205,52 @@ func (oc *OrderConsumer) scheduleTimeouts(ctx context.Context, os []seckill.Orde
 	if err := ScheduleTimeouts(ctx, oc.timeouts, os, oc.cfg.Window); err != nil {
 		return err
 	}
-	oc.metrics.messages.WithLabelValues(bus.Timeouts).Inc()
+	oc.metrics.timeouts.Inc()
 	return nil
+}
+
+// OrderMetrics are the order consumer's Prometheus series.
+type OrderMetrics struct {
+	persisted    prometheus.Counter
+	batchSize    prometheus.Histogram
+	commit       prometheus.Histogram
+	timeouts     prometheus.Counter // messages of the timeouts queue published
+	deadLettered prometheus.Counter // of the orders queue
+	// What the alerts watch (configs/prometheus/alerts.yml).
+	ledgerLag prometheus.Histogram
+}
+
+// NewOrderMetrics registers the order consumer's series on reg.
+func NewOrderMetrics(reg prometheus.Registerer) *OrderMetrics {
+	m := &OrderMetrics{
+		persisted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to the ledger (duplicates included).",
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_worker_batch_size", Help: "Orders written per MySQL transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_worker_commit_seconds", Help: "Time to write and commit one batch.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		timeouts:     messagesPublished(bus.Timeouts),
+		deadLettered: deadLettered(bus.Orders),
+		ledgerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_ledger_lag_seconds", Help: "Time from an order's acceptance in Redis to its commit in the ledger.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 15),
+		}),
+	}
+	reg.MustRegister(m.persisted, m.batchSize, m.commit, m.timeouts, m.deadLettered, m.ledgerLag)
+	return m
+}
+
+// Persisted is how many order events the consumer has committed so far,
+// duplicates included: a cheap progress reading for benchmarks.
+func (m *OrderMetrics) Persisted() int {
+	var d dto.Metric
+	_ = m.persisted.Write(&d)
+	return int(d.GetCounter().GetValue())
 }
 
 // DecodeEvents reads a message body strictly: one event, or a JSON array

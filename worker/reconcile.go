@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/internal/wait"
@@ -50,10 +52,11 @@ type ReconcilerBus interface {
 // repairs what does not: it writes orders lost on their way into the
 // ledger, and rebuilds Redis from the ledger when Redis lost its data.
 type Reconciler struct {
-	inv    ReconcilerStock
-	ledger ReconcilerLedger
-	cfg    ReconcilerConfig
-	now    func() time.Time
+	inv     ReconcilerStock
+	ledger  ReconcilerLedger
+	cfg     ReconcilerConfig
+	metrics *ReconcilerMetrics
+	now     func() time.Time
 }
 
 // ReconcilerConfig tunes a Reconciler.
@@ -67,13 +70,34 @@ type ReconcilerConfig struct {
 	// Bus is asked where a missing order is, and carries the payment
 	// timeouts of re-driven orders; nil when there is none to ask.
 	Bus ReconcilerBus
-	// Metrics count the watch's checks and the drifts it found (nil: none).
-	Metrics *Metrics
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(inv ReconcilerStock, ledger ReconcilerLedger, cfg ReconcilerConfig) *Reconciler {
-	return &Reconciler{inv: inv, ledger: ledger, cfg: cfg, now: time.Now}
+// NewReconciler returns a Reconciler; m counts the checks and the drifts
+// of its Watch (nil: a reconciler that only checks or repairs when asked
+// needs none).
+func NewReconciler(inv ReconcilerStock, ledger ReconcilerLedger, m *ReconcilerMetrics, cfg ReconcilerConfig) *Reconciler {
+	return &Reconciler{inv: inv, ledger: ledger, cfg: cfg, metrics: m, now: time.Now}
+}
+
+// ReconcilerMetrics are the reconciler's Prometheus series.
+type ReconcilerMetrics struct {
+	// What the alerts watch (configs/prometheus/alerts.yml).
+	drifts     prometheus.Counter
+	reconciled prometheus.Counter
+}
+
+// NewReconcilerMetrics registers the reconciler's series on reg.
+func NewReconcilerMetrics(reg prometheus.Registerer) *ReconcilerMetrics {
+	m := &ReconcilerMetrics{
+		drifts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_drifts_total", Help: "Sales the reconciler found disagreeing between Redis and the ledger (each then repaired from the ledger).",
+		}),
+		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
+		}),
+	}
+	reg.MustRegister(m.drifts, m.reconciled)
+	return m
 }
 
 // Report is the comparison of one sale.
@@ -440,7 +464,7 @@ func (rc *Reconciler) heal(ctx context.Context, id int64) {
 		slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
 		return
 	}
-	if m := rc.cfg.Metrics; m != nil {
+	if m := rc.metrics; m != nil {
 		m.reconciled.Inc()
 		if len(rep.Drift) > 0 {
 			m.drifts.Inc()

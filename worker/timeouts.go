@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
@@ -49,18 +50,20 @@ type TimeoutConsumer struct {
 	ledger  TimeoutLedger
 	stock   Releaser
 	cfg     TimeoutConfig
-	metrics *Metrics
+	metrics *TimeoutMetrics
 	now     func() time.Time
 }
 
-// NewTimeoutConsumer returns a TimeoutConsumer of b's timeouts queue; Run
-// starts it.
-func NewTimeoutConsumer(b Subscriber, ledger TimeoutLedger, stock Releaser, m *Metrics, cfg TimeoutConfig) *TimeoutConsumer {
+// NewTimeoutConsumer returns a TimeoutConsumer of b's timeouts queue, its
+// series in m and those it shares with the other consumers in shared;
+// Run starts it.
+func NewTimeoutConsumer(b Subscriber, ledger TimeoutLedger, stock Releaser, m *TimeoutMetrics, shared *ConsumerMetrics,
+	cfg TimeoutConfig) *TimeoutConsumer {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
 	}
 	return &TimeoutConsumer{
-		consumer: newConsumer(b, bus.Timeouts, 4*cfg.Workers, cfg.Grace, m),
+		consumer: newConsumer(b, bus.Timeouts, 4*cfg.Workers, cfg.Grace, m.deadLettered, shared),
 		ledger:   ledger, stock: stock, cfg: cfg, metrics: m, now: time.Now,
 	}
 }
@@ -128,6 +131,24 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 			return err
 		}
 	}
+}
+
+// TimeoutMetrics are the timeout consumer's Prometheus series.
+type TimeoutMetrics struct {
+	cancelled    prometheus.Counter
+	deadLettered prometheus.Counter // of the timeouts queue
+}
+
+// NewTimeoutMetrics registers the timeout consumer's series on reg.
+func NewTimeoutMetrics(reg prometheus.Registerer) *TimeoutMetrics {
+	m := &TimeoutMetrics{
+		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
+		}),
+		deadLettered: deadLettered(bus.Timeouts),
+	}
+	reg.MustRegister(m.cancelled, m.deadLettered)
+	return m
 }
 
 // TimeoutMessage is the body of a payment timeout: the orders of one
