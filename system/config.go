@@ -72,12 +72,17 @@ func Mailer(c configs.Config, embedded bool) identity.Mailer {
 	return m
 }
 
-// WorkerConfig is the order worker's.
-func WorkerConfig(c configs.Config) worker.Config {
-	return worker.Config{
+// OrderConsumerConfig is the order consumer's.
+func OrderConsumerConfig(c configs.Config) worker.OrderConfig {
+	return worker.OrderConfig{
 		Batch: c.Orders.WorkerBatch, Flush: c.Orders.WorkerFlush, Prefetch: c.Orders.WorkerPrefetch, Window: c.Orders.PaymentWindow,
 		Consumers: c.Orders.WorkerConsumers, Grace: c.Process.ShutdownTimeout,
 	}
+}
+
+// TimeoutConsumerConfig is the payment timeout consumer's.
+func TimeoutConsumerConfig(c configs.Config) worker.TimeoutConfig {
+	return worker.TimeoutConfig{Grace: c.Process.ShutdownTimeout}
 }
 
 // RelayConfig is the outbox relay's.

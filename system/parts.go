@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,20 +140,37 @@ func (m *chainMetrics) hit(n int)   { m.fastPath.Add(float64(n)) }
 
 // Relay builds the outbox relay.
 func (s *System) Relay() *worker.Relay {
-	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics, RelayConfig(s.Config))
+	return worker.NewRelay(s.Stock, s.Ledger, s.Bus, s.Metrics.Relay, RelayConfig(s.Config))
 }
 
-// Worker builds the order worker.
-func (s *System) Worker() *worker.Worker {
-	return worker.New(s.Bus, s.Ledger, s.Stock, s.Metrics, WorkerConfig(s.Config))
+// OrderConsumer builds the consumer that writes the orders queue into
+// the ledger.
+func (s *System) OrderConsumer() *worker.OrderConsumer {
+	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
+}
+
+// TimeoutConsumer builds the consumer that cancels orders unpaid at the
+// end of their payment window.
+func (s *System) TimeoutConsumer() *worker.TimeoutConsumer {
+	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Metrics.Timeouts, s.Metrics.Consumers, TimeoutConsumerConfig(s.Config))
+}
+
+// RunConsumers runs the order consumer, the timeout consumer and the
+// watch of the dead-letter queue until ctx ends; the consumers finish the
+// work in hand before it returns.
+func (s *System) RunConsumers(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.OrderConsumer().Run(ctx) })
+	wg.Go(func() { _ = s.TimeoutConsumer().Run(ctx) })
+	wg.Go(func() { worker.WatchDeadLetters(ctx, s.Bus, s.Metrics.Consumers) })
+	wg.Wait()
+	return nil
 }
 
 // Reconciler builds the reconciler, which checks Redis against the ledger
 // and repairs it.
 func (s *System) Reconciler() *worker.Reconciler {
-	cfg := ReconcilerConfig(s.Config, s.Bus)
-	cfg.Metrics = s.Metrics
-	return worker.NewReconciler(s.Stock, s.Ledger, cfg)
+	return worker.NewReconciler(s.Stock, s.Ledger, s.Metrics.Reconciler, ReconcilerConfig(s.Config, s.Bus))
 }
 
 // RunRebalancer evens out the buckets of every live sale every second
@@ -162,9 +180,9 @@ func (s *System) RunRebalancer(ctx context.Context) error {
 	return nil
 }
 
-// RunWorkers runs the order worker and, every reconcile_interval, the
-// reconciler's watch, and the watch of Redis's persistence, until ctx
-// ends.
+// RunWorkers runs the consumers (RunConsumers) and, every
+// reconcile_interval, the reconciler's watch, and the watch of Redis's
+// persistence, until ctx ends.
 func (s *System) RunWorkers(ctx context.Context) error {
 	dur, stopDur := context.WithCancel(ctx)
 	durDone := make(chan struct{})
@@ -179,5 +197,5 @@ func (s *System) RunWorkers(ctx context.Context) error {
 		}()
 		defer func() { stop(); <-done }()
 	}
-	return s.Worker().Run(ctx)
+	return s.RunConsumers(ctx)
 }

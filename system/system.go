@@ -1,7 +1,7 @@
 // Package system assembles a Seckill process from its configuration: it
 // opens the services (or starts them inside the process, embedded), builds
 // the stores on them, and from those the buy chain, the services, the
-// HTTP server, the outbox relay, the worker and the reconciler, each with
+// HTTP server, the outbox relay, the consumers and the reconciler, each with
 // a small config of its own taken from package configs here. The command,
 // the test helpers and the benchmark suite all build their parts through
 // it, so a process is wired one way only.
@@ -25,7 +25,6 @@ import (
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
-	"github.com/seckill/seckill/worker"
 )
 
 // Conns are the connections a System runs on.
@@ -43,7 +42,7 @@ type System struct {
 	Stock    *inventory.Store
 	Ledger   *orders.Store
 	Registry *prometheus.Registry
-	Metrics  *worker.Metrics
+	Metrics  Metrics
 	// Embedded is set when the services run inside this process.
 	Embedded bool
 
@@ -51,17 +50,17 @@ type System struct {
 	closers []func() error
 }
 
-// New builds the stores of a system on its connections; metrics of the
-// worker register with registry (nil: a registry of the system's own,
+// New builds the stores of a system on its connections; its metrics
+// register with registry (nil: a registry of the system's own,
 // with the Go runtime's and the process's).
 func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	m := worker.NewMetrics(registry)
+	m := NewMetrics(registry)
 	icfg := InventoryConfig(cfg)
-	icfg.OnWaitTimeout = m.WaitTimedOut
+	icfg.OnWaitTimeout = m.Process.WaitTimedOut
 	s := &System{
 		Config: cfg, Conns: c, Registry: registry, Metrics: m,
 		Stock:  inventory.New(c.Redis, icfg),
@@ -178,7 +177,7 @@ func (s *System) checkDurability(ctx context.Context) error {
 	defer cancel()
 	desc, err := rdb.Durability(dctx, s.Redis)
 	if err == nil || errors.Is(err, rdb.ErrVolatile) { // a failed read says nothing
-		s.Metrics.Durability(err == nil, s.Config.Production())
+		s.Metrics.Process.Durability(err == nil, s.Config.Production())
 	}
 	switch {
 	case err == nil:
@@ -205,7 +204,7 @@ func (s *System) WatchDurability(ctx context.Context) {
 		defer cancel()
 		_, err := rdb.Durability(dctx, s.Redis)
 		if err == nil || errors.Is(err, rdb.ErrVolatile) {
-			s.Metrics.Durability(err == nil, s.Config.Production())
+			s.Metrics.Process.Durability(err == nil, s.Config.Production())
 		}
 	})
 }

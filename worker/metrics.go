@@ -1,123 +1,33 @@
 package worker
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the relay's and the worker's Prometheus series.
-type Metrics struct {
-	relayPublished prometheus.Counter
-	relayClaimed   prometheus.Counter
-	relayBatch     prometheus.Histogram
-	messages       *prometheus.CounterVec
-	persisted      prometheus.Counter
-	batchSize      prometheus.Histogram
-	commit         prometheus.Histogram
-	deadLettered   *prometheus.CounterVec
-	deadLetters    prometheus.Gauge
-	dbRetries      prometheus.Counter
-	cancelled      prometheus.Counter
-	// What the alerts watch (configs/prometheus/alerts.yml).
-	outboxAge       prometheus.Gauge
-	ledgerLag       prometheus.Histogram
-	drifts          prometheus.Counter
-	reconciled      prometheus.Counter
-	waitTimeouts    prometheus.Counter
-	redisPersistent prometheus.Gauge
-	production      prometheus.Gauge
+// Each job has its own series, in a struct of its own registered by its
+// own New...Metrics (RelayMetrics, OrderMetrics, TimeoutMetrics,
+// ConsumerMetrics, ReconcilerMetrics). Two series are kept by several
+// jobs, one label value each: seckill_messages_published_total (the relay
+// publishes the orders queue's messages, the order consumer the timeouts
+// queue's) and seckill_worker_dead_lettered_total (each consumer its own
+// queue's). Each job registers a counter of its own with its queue as a
+// constant label; the registry joins them into one family (same name,
+// help and label names). So no job holds another's series, and each
+// queue's series is exported, at 0, from the start: a panel over a
+// healthy system reads 0, not "No data".
+
+// messagesPublished counts the messages of queue the broker confirmed.
+func messagesPublished(queue string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name:        "seckill_messages_published_total",
+		Help:        "Messages confirmed by the broker, by queue: orders from the relay, timeouts the worker schedules for the orders it commits (RabbitMQ's work goes mostly with these, not with the orders in them).",
+		ConstLabels: prometheus.Labels{"queue": queue},
+	})
 }
 
-// NewMetrics registers the series on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		relayPublished: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_relay_published_total", Help: "Order events confirmed by RabbitMQ and removed from the outbox.",
-		}),
-		relayClaimed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_relay_claimed_total", Help: "Outbox events taken over from a relay that stopped confirming them.",
-		}),
-		relayBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_relay_batch_seconds", Help: "Time to publish one outbox batch and get its confirms.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_messages_published_total",
-			Help: "Messages confirmed by the broker, by queue: orders from the relay, timeouts the worker schedules for the orders it commits (RabbitMQ's work goes mostly with these, not with the orders in them).",
-		}, []string{"queue"}),
-		persisted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_worker_orders_persisted_total", Help: "Order events committed to the ledger (duplicates included).",
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_worker_batch_size", Help: "Orders written per MySQL transaction.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
-		}),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_worker_commit_seconds", Help: "Time to write and commit one batch.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_worker_dead_lettered_total", Help: "Messages the worker judged unprocessable and sent to the dead-letter queue, by queue.",
-		}, []string{"queue"}),
-		deadLetters: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_dead_letters", Help: "Messages in the dead-letter queue (read every 10 s); see seckill deadletters.",
-		}),
-		dbRetries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_worker_db_retries_total", Help: "Ledger writes retried because the ledger was unavailable or failed.",
-		}),
-		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
-		}),
-		outboxAge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_outbox_oldest_age_seconds", Help: "Age of the oldest order event not yet relayed to RabbitMQ, over the live sales' outboxes (0: none waits); read by each relay every few seconds.",
-		}),
-		ledgerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_ledger_lag_seconds", Help: "Time from an order's acceptance in Redis to its commit in the ledger.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 15),
-		}),
-		drifts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_reconcile_drifts_total", Help: "Sales the reconciler found disagreeing between Redis and the ledger (each then repaired from the ledger).",
-		}),
-		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
-		}),
-		waitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_redis_wait_timeouts_total", Help: "Buy calls whose WAIT for redis_wait_replicas replicas timed out (answered unavailable).",
-		}),
-		redisPersistent: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_redis_persistent", Help: "1 when every Redis master keeps its data on disk (appendonly), 0 when one keeps it only in memory; read every minute.",
-		}),
-		production: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_production", Help: "1 when the process runs with env: production.",
-		}),
-	}
-	reg.MustRegister(m.relayPublished, m.relayClaimed, m.relayBatch, m.messages, m.persisted, m.batchSize, m.commit,
-		m.deadLettered, m.deadLetters, m.dbRetries, m.cancelled, m.outboxAge, m.ledgerLag, m.drifts, m.reconciled,
-		m.waitTimeouts, m.redisPersistent, m.production)
-	return m
-}
-
-// Persisted is how many order events the worker has committed so far,
-// duplicates included: a cheap progress reading for benchmarks.
-func (m *Metrics) Persisted() int {
-	var d dto.Metric
-	_ = m.persisted.Write(&d)
-	return int(d.GetCounter().GetValue())
-}
-
-// WaitTimedOut counts a buy call whose WAIT for replicas timed out.
-func (m *Metrics) WaitTimedOut() { m.waitTimeouts.Inc() }
-
-// Durability records whether Redis persists its data, and whether the
-// process runs in production.
-func (m *Metrics) Durability(persistent, production bool) {
-	m.redisPersistent.Set(b2f(persistent))
-	m.production.Set(b2f(production))
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+// deadLettered counts the messages of queue a consumer gave up.
+func deadLettered(queue string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name:        "seckill_worker_dead_lettered_total",
+		Help:        "Messages the worker judged unprocessable and sent to the dead-letter queue, by queue.",
+		ConstLabels: prometheus.Labels{"queue": queue},
+	})
 }

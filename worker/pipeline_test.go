@@ -31,7 +31,7 @@ type pipeline struct {
 	*servertest.Env
 	srv     *server.Server
 	broker  bus.Bus
-	metrics *worker.Metrics
+	metrics system.Metrics
 	reg     *prometheus.Registry // the metrics'
 }
 
@@ -48,7 +48,7 @@ func barePipeline(t *testing.T, overrides ...string) *pipeline {
 	t.Helper()
 	env := servertest.New(t, append([]string{"SECKILL_RELAY_CLAIM_IDLE=500ms"}, overrides...)...)
 	reg := prometheus.NewRegistry()
-	return &pipeline{Env: env, srv: env.Server(t, nil), metrics: worker.NewMetrics(reg), reg: reg}
+	return &pipeline{Env: env, srv: env.Server(t, nil), metrics: system.NewMetrics(reg), reg: reg}
 }
 
 // counter is the value of one of the relay's and worker's unlabelled
@@ -99,17 +99,21 @@ func run(t *testing.T, fn func(context.Context) error) (stop func()) {
 func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 	rc := system.RelayConfig(p.Config)
 	rc.Poll = 100 * time.Millisecond
-	return worker.NewRelay(p.Inventory, p.Ledger, b, p.metrics, rc)
+	return worker.NewRelay(p.Inventory, p.Ledger, b, p.metrics.Relay, rc)
 }
 
-func (p *pipeline) worker(b bus.Bus, ledger *orders.Store) *worker.Worker {
-	return worker.New(b, ledger, p.Inventory, p.metrics, system.WorkerConfig(p.Config))
+// consumers runs the order and the timeout consumer on b, writing to
+// ledger, until the test ends.
+func (p *pipeline) consumers(t *testing.T, b bus.Bus, ledger *orders.Store) {
+	m := p.metrics
+	run(t, worker.NewOrderConsumer(b, ledger, m.Orders, m.Consumers, system.OrderConsumerConfig(p.Config)).Run)
+	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, m.Timeouts, m.Consumers, system.TimeoutConsumerConfig(p.Config)).Run)
 }
 
-// startAll runs a relay and a worker on the pipeline's own broker.
+// startAll runs a relay and the consumers on the pipeline's own broker.
 func (p *pipeline) startAll(t *testing.T) {
 	run(t, p.relay(p.broker).Run)
-	run(t, p.worker(p.broker, p.Ledger).Run)
+	p.consumers(t, p.broker, p.Ledger)
 }
 
 // bought is an accepted buy as its 200 answer told it.
@@ -226,7 +230,7 @@ func (p *pipeline) checkLedger(t *testing.T, sale seckill.Sale, accepted []bough
 
 // reconciler checks Redis against MySQL.
 func (p *pipeline) reconciler() *worker.Reconciler {
-	return worker.NewReconciler(p.Inventory, p.Ledger, system.ReconcilerConfig(p.Config, p.broker))
+	return worker.NewReconciler(p.Inventory, p.Ledger, nil, system.ReconcilerConfig(p.Config, p.broker))
 }
 
 // checkReconciles waits for the pipeline to settle and requires no drift.

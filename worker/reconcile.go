@@ -8,21 +8,55 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/orders"
 )
+
+// ReconcilerStock is the Redis side of the sales as the reconciler reads
+// and rebuilds it (inventory.Store): a sale's state at one instant, its
+// outbox, its merchant status, and a turn among processes.
+type ReconcilerStock interface {
+	Snapshot(ctx context.Context, sale int64) (inventory.Snapshot, error)
+	Outbox(ctx context.Context, sale int64) ([]inventory.OutboxEntry, error)
+	Stock(ctx context.Context, sale int64) (seckill.Stock, error)
+	SetStatus(ctx context.Context, sale int64, action seckill.Action) (seckill.Status, error)
+	Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orders []seckill.Event, cancelled map[string]bool) error
+	TakeTurn(ctx context.Context, chore string, sale int64, ttl time.Duration) (bool, error)
+}
+
+// ReconcilerLedger is the ledger as the reconciler reads it (in one
+// transaction, for one snapshot) and writes the orders it re-drives
+// (orders.Store).
+type ReconcilerLedger interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+	Sale(ctx context.Context, id int64) (seckill.Sale, error)
+	Totals(ctx context.Context, sale int64) (seckill.Totals, error)
+	SaleOrders(ctx context.Context, sale int64) ([]seckill.Order, error)
+	InsertOrders(ctx context.Context, os []seckill.Order) error
+}
+
+// ReconcilerBus is the bus as the reconciler asks it where a missing
+// order is, and schedules the payment timeouts of the orders it
+// re-drives.
+type ReconcilerBus interface {
+	DeadLetters(ctx context.Context, max int) ([]bus.Message, error)
+	Depth(ctx context.Context, queue string) (int, error)
+	DelayedPublisher
+}
 
 // Reconciler proves that Redis and the ledger agree about a sale, and
 // repairs what does not: it writes orders lost on their way into the
 // ledger, and rebuilds Redis from the ledger when Redis lost its data.
 type Reconciler struct {
-	inv    *inventory.Store
-	ledger *orders.Store
-	cfg    ReconcilerConfig
-	now    func() time.Time
+	inv     ReconcilerStock
+	ledger  ReconcilerLedger
+	cfg     ReconcilerConfig
+	metrics *ReconcilerMetrics
+	now     func() time.Time
 }
 
 // ReconcilerConfig tunes a Reconciler.
@@ -35,14 +69,35 @@ type ReconcilerConfig struct {
 	Window time.Duration
 	// Bus is asked where a missing order is, and carries the payment
 	// timeouts of re-driven orders; nil when there is none to ask.
-	Bus bus.Bus
-	// Metrics count the watch's checks and the drifts it found (nil: none).
-	Metrics *Metrics
+	Bus ReconcilerBus
 }
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(inv *inventory.Store, ledger *orders.Store, cfg ReconcilerConfig) *Reconciler {
-	return &Reconciler{inv: inv, ledger: ledger, cfg: cfg, now: time.Now}
+// NewReconciler returns a Reconciler; m counts the checks and the drifts
+// of its Watch (nil: a reconciler that only checks or repairs when asked
+// needs none).
+func NewReconciler(inv ReconcilerStock, ledger ReconcilerLedger, m *ReconcilerMetrics, cfg ReconcilerConfig) *Reconciler {
+	return &Reconciler{inv: inv, ledger: ledger, cfg: cfg, metrics: m, now: time.Now}
+}
+
+// ReconcilerMetrics are the reconciler's Prometheus series.
+type ReconcilerMetrics struct {
+	// What the alerts watch (configs/prometheus/alerts.yml).
+	drifts     prometheus.Counter
+	reconciled prometheus.Counter
+}
+
+// NewReconcilerMetrics registers the reconciler's series on reg.
+func NewReconcilerMetrics(reg prometheus.Registerer) *ReconcilerMetrics {
+	m := &ReconcilerMetrics{
+		drifts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_drifts_total", Help: "Sales the reconciler found disagreeing between Redis and the ledger (each then repaired from the ledger).",
+		}),
+		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
+		}),
+	}
+	reg.MustRegister(m.drifts, m.reconciled)
+	return m
 }
 
 // Report is the comparison of one sale.
@@ -387,7 +442,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 // repairs what drifted: after a Redis failover that lost writes, or a
 // message lost on its way, the system heals itself. Each sale is checked
 // by one process per interval (TakeTurn), whichever asks first.
-func (rc *Reconciler) Watch(ctx context.Context, sales inventory.SaleLister, lookback, interval time.Duration) {
+func (rc *Reconciler) Watch(ctx context.Context, sales SaleLister, lookback, interval time.Duration) {
 	wait.Every(ctx, interval, func() {
 		ids, err := sales.SaleIDs(ctx, time.Now().Add(-lookback))
 		if err != nil {
@@ -409,7 +464,7 @@ func (rc *Reconciler) heal(ctx context.Context, id int64) {
 		slog.Warn("reconciler: checking a sale failed", "sale", id, "err", err)
 		return
 	}
-	if m := rc.cfg.Metrics; m != nil {
+	if m := rc.metrics; m != nil {
 		m.reconciled.Inc()
 		if len(rep.Drift) > 0 {
 			m.drifts.Inc()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,6 +33,18 @@ type Outbox interface {
 	ReadOutbox(ctx context.Context, p inventory.Part, consumer string, what inventory.OutboxRead, n int, block time.Duration) ([]inventory.OutboxEntry, error)
 	ClaimOutbox(ctx context.Context, p inventory.Part, consumer string, minIdle time.Duration, n int) ([]inventory.OutboxEntry, error)
 	AckOutbox(ctx context.Context, p inventory.Part, ids []string) error
+}
+
+// SaleLister lists the sales that end after endedAfter: those whose
+// outbox may still hold events, or whose Redis state is still kept
+// (orders.Store).
+type SaleLister interface {
+	SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, error)
+}
+
+// Publisher is the bus as the relay needs it: publishing with confirms.
+type Publisher interface {
+	Publish(ctx context.Context, queue string, msgs ...bus.Message) (n int, err error)
 }
 
 // RelayConfig tunes a Relay.
@@ -61,18 +74,18 @@ type RelayConfig struct {
 // confirmed it. Events are read through a consumer group, so several
 // relays (one per serve process) share the work; an event left pending by
 // a relay that died is claimed by a live one after ClaimIdle. Delivery is
-// at least once; the worker absorbs duplicates.
+// at least once; the order consumer absorbs duplicates.
 type Relay struct {
 	outbox   Outbox
-	sales    inventory.SaleLister // the sales whose outbox may still hold events
-	bus      bus.Bus
+	sales    SaleLister // the sales whose outbox may still hold events
+	bus      Publisher
 	cfg      RelayConfig
-	metrics  *Metrics
+	metrics  *RelayMetrics
 	consumer string
 }
 
 // NewRelay returns a Relay; Run starts it.
-func NewRelay(outbox Outbox, sales inventory.SaleLister, b bus.Bus, m *Metrics, cfg RelayConfig) *Relay {
+func NewRelay(outbox Outbox, sales SaleLister, b Publisher, m *RelayMetrics, cfg RelayConfig) *Relay {
 	host, _ := os.Hostname()
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -278,7 +291,7 @@ func (s *saleRelay) read(ctx context.Context, block bool) ([]inventory.OutboxEnt
 			return nil, err
 		}
 		if len(msgs) > 0 {
-			s.metrics.relayClaimed.Add(float64(len(msgs)))
+			s.metrics.claimed.Add(float64(len(msgs)))
 			return msgs, nil
 		}
 	}
@@ -317,11 +330,43 @@ func (s *saleRelay) publish(ctx context.Context, entries []inventory.OutboxEntry
 		if err := s.outbox.AckOutbox(context.WithoutCancel(ctx), s.part, confirmed); err != nil {
 			return err
 		}
-		s.metrics.relayPublished.Add(float64(events))
-		s.metrics.messages.WithLabelValues(bus.Orders).Add(float64(n))
-		s.metrics.relayBatch.Observe(time.Since(start).Seconds())
+		s.metrics.published.Add(float64(events))
+		s.metrics.messages.Add(float64(n))
+		s.metrics.batch.Observe(time.Since(start).Seconds())
 	}
 	return failed
+}
+
+// RelayMetrics are the relay's Prometheus series.
+type RelayMetrics struct {
+	published prometheus.Counter
+	claimed   prometheus.Counter
+	batch     prometheus.Histogram
+	messages  prometheus.Counter // of the orders queue
+	// What the alerts watch (configs/prometheus/alerts.yml).
+	outboxAge prometheus.Gauge
+}
+
+// NewRelayMetrics registers the relay's series on reg.
+func NewRelayMetrics(reg prometheus.Registerer) *RelayMetrics {
+	m := &RelayMetrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_relay_published_total", Help: "Order events confirmed by RabbitMQ and removed from the outbox.",
+		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_relay_claimed_total", Help: "Outbox events taken over from a relay that stopped confirming them.",
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_relay_batch_seconds", Help: "Time to publish one outbox batch and get its confirms.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		messages: messagesPublished(bus.Orders),
+		outboxAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_outbox_oldest_age_seconds", Help: "Age of the oldest order event not yet relayed to RabbitMQ, over the live sales' outboxes (0: none waits); read by each relay every few seconds.",
+		}),
+	}
+	reg.MustRegister(m.published, m.claimed, m.batch, m.messages, m.outboxAge)
+	return m
 }
 
 // message is one publication: the bodies of consecutive outbox entries

@@ -57,7 +57,7 @@ func TestBrokerOutage(t *testing.T) {
 	relayBroker, workerBroker := servertest.NewBroker(cfg), servertest.NewBroker(cfg)
 	t.Cleanup(func() { relayBroker.Close(); workerBroker.Close() })
 	run(t, p.relay(relayBroker).Run)
-	run(t, p.worker(workerBroker, p.Ledger).Run)
+	p.consumers(t, workerBroker, p.Ledger)
 
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 2000, Limit: 2, PriceCents: 100})
 	accepted := p.buy(t, sale, 400, 32, "before")
@@ -90,7 +90,7 @@ func TestMySQLOutage(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	run(t, p.relay(p.broker).Run)
-	run(t, p.worker(p.broker, orders.NewStore(db)).Run)
+	p.consumers(t, p.broker, orders.NewStore(db))
 
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 2000, Limit: 2, PriceCents: 100})
 	accepted := p.buy(t, sale, 300, 32, "before")

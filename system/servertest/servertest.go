@@ -279,7 +279,7 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 	return srv
 }
 
-// StartPipeline runs an outbox relay and an order worker on the env's
+// StartPipeline runs an outbox relay and the consumers on the env's
 // names until the test ends, and returns their bus.
 func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	t.Helper()
@@ -288,7 +288,7 @@ func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = sys.Relay().Run(ctx) })
-	wg.Go(func() { _ = sys.Worker().Run(ctx) })
+	wg.Go(func() { _ = sys.RunConsumers(ctx) })
 	t.Cleanup(func() { stop(); wg.Wait() })
 	return broker
 }

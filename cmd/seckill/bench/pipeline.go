@@ -60,22 +60,26 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			return Table{}, err
 		}
 	}
-	m := worker.NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	shared, om := worker.NewConsumerMetrics(reg), worker.NewOrderMetrics(reg)
 	rc := system.RelayConfig(cfg)
 	rc.Poll = 50 * time.Millisecond
-	relay := worker.NewRelay(e.Inv, e.Ledger, e.Broker, m, rc)
-	wk := worker.New(e.Broker, e.Ledger, e.Inv, m, system.WorkerConfig(cfg))
+	relay := worker.NewRelay(e.Inv, e.Ledger, e.Broker, worker.NewRelayMetrics(reg), rc)
+	oc := worker.NewOrderConsumer(e.Broker, e.Ledger, om, shared, system.OrderConsumerConfig(cfg))
+	tc := worker.NewTimeoutConsumer(e.Broker, e.Ledger, e.Inv, worker.NewTimeoutMetrics(reg), shared, system.TimeoutConsumerConfig(cfg))
 	rctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	start = time.Now()
 	go func() { relay.Run(rctx); done <- struct{}{} }()
-	go func() { wk.Run(rctx); done <- struct{}{} }()
-	err = waitPersisted(ctx, m, n, 10*time.Minute)
+	go func() { oc.Run(rctx); done <- struct{}{} }()
+	go func() { tc.Run(rctx); done <- struct{}{} }()
+	err = waitPersisted(ctx, om, n, 10*time.Minute)
 	pipeTime := time.Since(start)
 	if err == nil {
 		err = checkRows(ctx, e, pipeSale.ID, n)
 	}
 	stop()
+	<-done
 	<-done
 	<-done
 	if err != nil {
@@ -134,9 +138,9 @@ func ordersOf(evs []seckill.Event, window time.Duration) []seckill.Order {
 	return out
 }
 
-// waitPersisted polls the worker's own counter (not MySQL, whose COUNT(*)
+// waitPersisted polls the order consumer's own counter (not MySQL, whose COUNT(*)
 // would compete with the writes being measured) until n orders are in.
-func waitPersisted(ctx context.Context, m *worker.Metrics, n int, limit time.Duration) error {
+func waitPersisted(ctx context.Context, m *worker.OrderMetrics, n int, limit time.Duration) error {
 	return wait.Until(ctx, limit, 5*time.Millisecond, func() (bool, string, error) {
 		p := m.Persisted()
 		return p >= n, fmt.Sprintf("only %d of %d orders persisted", p, n), nil
