@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -15,7 +14,7 @@ import (
 )
 
 func runBench(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := command("bench")
 	var names []string
 	for _, c := range bench.Cases {
 		names = append(names, c.Name)
@@ -31,8 +30,8 @@ func runBench(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.StringVar(&o.Binary, "binary", "", "the seckill binary the cases with a child process start (embedded, outside, ws); default this one — point it at an earlier build to measure a change")
 	out := fs.String("out", "", "also write the report to this markdown file (for example BENCHMARKS.md)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	var selected []string
 	if *cases != "" {

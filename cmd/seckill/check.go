@@ -21,8 +21,8 @@ var errServicesMissing = errors.New("some services do not answer")
 // changing nothing (make run uses it to choose between them and the
 // embedded mode).
 func runCheck(ctx context.Context, cfg configs.Config, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: check takes no arguments", errUsage)
+	if err := parse(command("check"), args); err != nil {
+		return err
 	}
 	return check(ctx, os.Stdout, cfg)
 }

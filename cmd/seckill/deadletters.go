@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,7 @@ import (
 )
 
 func runDeadLetters(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
+	fs := command("deadletters")
 	limit := fs.Int("max", 1000, "list at most this many")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: seckill deadletters list [--max N]
@@ -33,8 +32,8 @@ each order once); malformed ones stay.`)
 		return fmt.Errorf("%w: deadletters needs list or replay", errUsage)
 	}
 	verb := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parse(fs, args[1:]); err != nil {
+		return err
 	}
 	if err := notEmbedded(cfg, "deadletters"); err != nil {
 		return err

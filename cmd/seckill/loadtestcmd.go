@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -15,7 +14,7 @@ import (
 )
 
 func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs := command("loadtest")
 	o := loadtest.Options{Progress: os.Stderr}
 	fs.StringVar(&o.URL, "url", "http://"+cfg.HTTP.Addr, "the server to load")
 	fs.Int64Var(&o.SaleID, "sale", 0, "the sale to buy from; 0 creates one (see --create-sale)")
@@ -43,11 +42,8 @@ func runLoadtest(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.DurationVar(&crowd.Lead, "lead", 10*time.Second, "crowd: a created sale starts this long after its queue opens (now)")
 	fs.Int64Var(&crowd.AdmitPerSecond, "admit-per-second", 500, "crowd: a created sale's admission rate")
 	fs.IntVar(&crowd.Watchers, "watchers", 20, "crowd: WebSocket connections following the room")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	o.NoTickets = !*tickets
 	if *smtpAddr != "" {

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,6 +40,21 @@ Configuration comes from configs/seckill.yaml, overridden by SECKILL_* variables
 // errUsage is returned for a bad command line; main prints the usage.
 var errUsage = errors.New("bad usage")
 
+// command is the flag set of a command.
+func command(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
+
+// parse reads a command's arguments into its flags: anything else on the
+// command line, or a flag it does not know, is errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments besides its flags, not %q", errUsage, fs.Name(), fs.Args())
+	}
+	return nil
+}
+
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		fmt.Fprint(os.Stderr, usage)
@@ -49,7 +65,7 @@ func main() {
 	stop()
 	switch {
 	case errors.Is(err, errUsage):
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprintf(os.Stderr, "seckill: %v\n\n%s", err, usage)
 		os.Exit(2)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "seckill:", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,10 +13,10 @@ import (
 // runReady asks a process's /readyz, for a container's healthcheck (the
 // image has no curl): exit 0 when it answers 200.
 func runReady(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("ready", flag.ContinueOnError)
+	fs := command("ready")
 	addr := fs.String("addr", cfg.HTTP.Addr, "the listener to ask (a serve's HTTP address, a worker's SECKILL_WORKER_METRICS_ADDR)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,7 @@ import (
 var errDrift = errors.New("redis and the ledger disagree")
 
 func runReconcile(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs := command("reconcile")
 	sale := fs.Int64("sale", 0, "reconcile this sale only (default: every sale whose Redis keys should exist)")
 	repair := fs.Bool("repair", false, "write orders missing from the ledger beyond reconcile_grace into it, then rebuild Redis from the ledger (pauses a live sale while it drains)")
 	wait := fs.Duration("wait", 0, "wait up to this long for orders in flight to reach the ledger")
@@ -27,8 +26,8 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 		fmt.Fprintln(fs.Output(), "usage: seckill reconcile [--sale N] [--repair] [--wait D]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if err := notEmbedded(cfg, "reconcile"); err != nil {
 		return err

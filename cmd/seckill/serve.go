@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,22 +15,19 @@ import (
 )
 
 func runAll(ctx context.Context, cfg configs.Config, args []string) error {
-	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+	fs := command("all")
 	embedded := fs.Bool("embedded", cfg.Process.Embedded, "run with no external service: in-process Redis, SQLite ledger in data_dir, in-process bus (default SECKILL_EMBEDDED)")
 	demo := fs.Bool("demo", false, "create a sample sale opening a few seconds after start, with simulated shoppers buying from it")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: all takes no arguments besides its flags", errUsage)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	cfg.Process.Embedded = *embedded
 	return serve(ctx, cfg, true, *demo)
 }
 
 func runServe(ctx context.Context, cfg configs.Config, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: serve takes no arguments", errUsage)
+	if err := parse(command("serve"), args); err != nil {
+		return err
 	}
 	if err := notEmbedded(cfg, "serve"); err != nil {
 		return err
@@ -40,8 +36,8 @@ func runServe(ctx context.Context, cfg configs.Config, args []string) error {
 }
 
 func runMigrate(ctx context.Context, cfg configs.Config, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: migrate takes no arguments", errUsage)
+	if err := parse(command("migrate"), args); err != nil {
+		return err
 	}
 	if err := notEmbedded(cfg, "migrate"); err != nil {
 		return err
@@ -161,8 +157,8 @@ func start(ctx context.Context, name string, fn func(context.Context) error) (st
 }
 
 func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: worker takes no arguments", errUsage)
+	if err := parse(command("worker"), args); err != nil {
+		return err
 	}
 	if err := notEmbedded(cfg, "worker"); err != nil {
 		return err
