@@ -13,9 +13,6 @@ type metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	outcomes   *prometheus.CounterVec
-	wsClients  prometheus.Gauge
-	wsDropped  prometheus.Counter
-	wsRefused  *prometheus.CounterVec
 	limiterKey *prometheus.GaugeVec
 }
 
@@ -34,24 +31,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_buy_outcomes_total",
 			Help: "Buy requests by outcome: ok or the API error code.",
 		}, []string{"outcome"}),
-		wsClients: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_ws_clients",
-			Help: "Open live-stock WebSocket connections.",
-		}),
-		wsDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_ws_dropped_total",
-			Help: "WebSocket clients dropped for being too slow.",
-		}),
-		wsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_ws_refused_total",
-			Help: "WebSocket upgrades refused, by reason: host (not a public host), origin (cross-site), per_ip or total (connection caps).",
-		}, []string{"reason"}),
 		limiterKey: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_rate_limiter_keys",
 			Help: "Keys tracked by the per-user and per-IP buy limiters.",
 		}, []string{"limiter"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.outcomes, m.wsClients, m.wsDropped, m.wsRefused, m.limiterKey)
+	reg.MustRegister(m.requests, m.latency, m.outcomes, m.limiterKey)
 	return m
 }
 

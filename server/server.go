@@ -1,6 +1,6 @@
 // Package server is Seckill's HTTP front: the shopper API, the merchant
-// admin API, the live-stock WebSocket hub, the embedded web pages and the
-// operational endpoints. It is an adapter: it decodes, authenticates,
+// admin API, the live-stock WebSocket route (package live's hub), the
+// embedded web pages and the operational endpoints. It is an adapter: it decodes, authenticates,
 // rate-limits and validates every request, calls the services (package
 // sales, tickets, sessions and the buy chain) and encodes their answers;
 // it issues no Redis or SQL of its own.
@@ -33,6 +33,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/internal/wait"
+	"github.com/seckill/seckill/live"
 	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/sales"
@@ -117,7 +118,7 @@ type Server struct {
 	signups       *limiter
 	signins       *limiter
 	csrf          *http.CrossOriginProtection
-	hubs          *hubs
+	live          *live.Hub
 	api           *gin.RouterGroup
 }
 
@@ -139,7 +140,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		s.Registry = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(s.Registry)
-	s.hubs = newHubs(s)
+	s.live = newLive(cfg, s.Deps)
 	for _, o := range cfg.AllowedOrigins {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
 			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
@@ -242,7 +243,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Shutdown neither closes nor waits for hijacked (WebSocket) connections.
-	srv.RegisterOnShutdown(s.hubs.closeAll)
+	srv.RegisterOnShutdown(s.live.Close)
 	// Tokens revoked by a sign-out stay refused across a restart.
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := s.Shoppers.Load(lctx); err != nil {
