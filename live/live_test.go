@@ -201,3 +201,14 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("over the total cap: %v", res)
 	}
 }
+
+// TestRefusedFromTheStart: every reason of seckill_ws_refused_total is
+// exported at 0 before the first refusal, so a panel of refusals reads 0
+// on a healthy system rather than "No data".
+func TestRefusedFromTheStart(t *testing.T) {
+	hs := newHubStack(t, live.Config{})
+	want := map[string]float64{"host": 0, "origin": 0, "per_ip": 0, "total": 0}
+	if got := hs.refused(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("refused %v, want %v", got, want)
+	}
+}

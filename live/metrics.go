@@ -10,6 +10,9 @@ const (
 	reasonTotal  = "total"  // the cap on all connections
 )
 
+// refusedReasons are every reason a connection is refused for.
+var refusedReasons = []string{reasonHost, reasonOrigin, reasonPerIP, reasonTotal}
+
 // metrics are the hub's Prometheus series.
 type metrics struct {
 	clients prometheus.Gauge
@@ -31,6 +34,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_ws_refused_total",
 			Help: "WebSocket upgrades refused, by reason: host (not a public host), origin (cross-site), per_ip or total (connection caps).",
 		}, []string{"reason"}),
+	}
+	// Each reason is exported from the start: a panel of refusals reads 0
+	// on a healthy system, not "No data".
+	for _, r := range refusedReasons {
+		m.refused.WithLabelValues(r)
 	}
 	reg.MustRegister(m.clients, m.dropped, m.refused)
 	return m

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill"
 )
 
 // metrics are the server's Prometheus series.
@@ -35,6 +37,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_rate_limiter_keys",
 			Help: "Keys tracked by the per-user and per-IP buy limiters.",
 		}, []string{"limiter"}),
+	}
+	// Every outcome is exported from the start, so a dashboard reads 0
+	// rather than "No data" for an outcome not seen yet. Requests are not:
+	// their routes, methods and statuses multiply.
+	for _, c := range seckill.Codes() {
+		m.outcomes.WithLabelValues(string(c))
 	}
 	reg.MustRegister(m.requests, m.latency, m.outcomes, m.limiterKey)
 	return m

@@ -140,6 +140,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 		s.Registry = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(s.Registry)
+	s.limiterSizes()
 	s.live = newLive(cfg, s.Deps)
 	for _, o := range cfg.AllowedOrigins {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
@@ -287,13 +288,19 @@ func (s *Server) evictLimits(ctx context.Context) {
 				l.evict(now.Add(-time.Hour))
 			}
 		}
-		if s.limits.user != nil {
-			s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
-		}
-		if s.limits.perIP != nil {
-			s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
-		}
+		s.limiterSizes()
 	})
+}
+
+// limiterSizes sets the gauges of the per-user and per-IP limiters that
+// are on (from the start: a dashboard reads 0, not "No data").
+func (s *Server) limiterSizes() {
+	if s.limits.user != nil {
+		s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
+	}
+	if s.limits.perIP != nil {
+		s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
+	}
 }
 
 // readyz answers 200 when every check passes, else 503 naming the failing
