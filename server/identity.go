@@ -115,6 +115,32 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 }
 
+// whoAmI tells a page whose session its HttpOnly cookie holds; without a
+// valid session it answers signed_in false rather than a 401, which a
+// browser would log as an error.
+func (s *Server) whoAmI(c *gin.Context) {
+	u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c))
+	if err != nil {
+		c.JSON(http.StatusOK, gin.H{"signed_in": false})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name, "verified": u.Verified})
+}
+
+// endSession signs a shopper out: the cookie is cleared and, when the
+// request carries a valid session, every token of that user issued until
+// now stops working (in every server process).
+func (s *Server) endSession(c *gin.Context) {
+	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
+	if u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c)); err == nil {
+		if err := s.Shoppers.SignOut(c.Request.Context(), u.ID); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"ok": true})
+}
+
 func (s *Server) guestSession(c *gin.Context, name string) {
 	if !s.Identity.Guest {
 		abort(c, errNoGuest)
