@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,14 @@ import (
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/sales"
 )
+
+// AuditLog is the merchants' audit log (sales.Service): read here, and
+// appended to by the admin logins (auth.go) in the name of the request's
+// actor.
+type AuditLog interface {
+	Audit(ctx context.Context, f seckill.AuditFilter) ([]seckill.AuditEntry, error)
+	Record(ctx context.Context, action string) error
+}
 
 // auditJSON is an audit row as the API shows it.
 type auditJSON struct {

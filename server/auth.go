@@ -15,6 +15,28 @@ import (
 	"github.com/seckill/seckill/sessions"
 )
 
+// Shoppers issues and checks the shoppers' session tokens
+// (sessions.Shoppers); Load and Run follow the sign-outs of every
+// process.
+type Shoppers interface {
+	Mint(u sessions.User) (string, time.Time, error)
+	Verify(ctx context.Context, raw string) (sessions.User, error)
+	SignOut(ctx context.Context, user string) error
+	Load(ctx context.Context) error
+	Run(ctx context.Context)
+}
+
+// Admins opens and checks the admin sessions (sessions.Admins): the
+// operator's password and token, a merchant's session once its login
+// passed.
+type Admins interface {
+	Login(ctx context.Context, password string) (string, time.Time, error)
+	Open(ctx context.Context, who string) (string, time.Time, error)
+	CheckToken(tok string) error
+	Check(ctx context.Context, sess string) (string, error)
+	Logout(ctx context.Context, sess string) error
+}
+
 const (
 	sessionCookie = "sk_session"
 	adminCookie   = "sk_admin"

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -11,6 +13,16 @@ import (
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/sessions"
 )
+
+// Outcomes counts each sale's outcomes for its dashboard (sales.Outcomes):
+// in memory, flushed to Redis while Run runs.
+type Outcomes interface {
+	// Add counts one outcome (a code, or an event of the bot defence).
+	Add(sale int64, name string)
+	// HitCap notes a user refused for the per-user cap.
+	HitCap(sale int64, user string, now time.Time)
+	Run(ctx context.Context)
+}
 
 type buyRequest struct {
 	Qty       int64  `json:"qty"`

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/seckill/seckill"
@@ -23,12 +25,46 @@ import (
 type Identity struct {
 	// Guest signs anyone in under a name, a new user each time.
 	Guest    bool
-	OIDC     *identity.OIDC
-	Accounts *identity.Accounts
+	OIDC     OIDC
+	Accounts Accounts
 	// Passkeys sign built-in accounts in (nil without accounts).
-	Passkeys *identity.Passkeys
+	Passkeys Passkeys
 	// Pending keeps the sign-ins under way (OIDC, passkeys).
-	Pending *identity.Pending
+	Pending Pending
+}
+
+// OIDC signs a browser in at the shop's OpenID Connect provider
+// (identity.OIDC): Begin sends it there, Finish exchanges the code it
+// comes back with.
+type OIDC interface {
+	Begin(next string) (string, identity.Login)
+	Finish(ctx context.Context, l identity.Login, code string) (sessions.User, error)
+}
+
+// Accounts are the built-in shopper accounts (identity.Accounts).
+type Accounts interface {
+	SignUp(ctx context.Context, email, password string) (seckill.Account, error)
+	Resend(ctx context.Context, userID string) (seckill.Account, error)
+	Verify(ctx context.Context, token, signedIn string) (seckill.Account, error)
+	SignIn(ctx context.Context, email, password string) (sessions.User, error)
+	User(ctx context.Context, id string) (sessions.User, error)
+}
+
+// Passkeys register and sign in the accounts' passkeys
+// (identity.Passkeys): each ceremony begun here is finished by the next
+// request with the ceremony its cookie kept.
+type Passkeys interface {
+	BeginRegistration(ctx context.Context, userID string) (*protocol.CredentialCreation, string, error)
+	FinishRegistration(ctx context.Context, userID, ceremony string, body []byte) error
+	BeginLogin(ctx context.Context) (*protocol.CredentialAssertion, string, error)
+	FinishLogin(ctx context.Context, ceremony string, body []byte) (sessions.User, error)
+}
+
+// Pending keeps the provider sign-ins under way between the redirect
+// and the callback (identity.Pending).
+type Pending interface {
+	PutLogin(ctx context.Context, l identity.Login) error
+	TakeLogin(ctx context.Context, state string) (identity.Login, error)
 }
 
 // Sources names the sign-ins offered, as GET /api/identity lists them.

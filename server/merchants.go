@@ -11,6 +11,20 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// Merchants are the admin panel's merchants (merchants.Service): managed
+// by the operator and enrolling their second factor here; Login and
+// Active check a merchant's login and session (auth.go).
+type Merchants interface {
+	Create(ctx context.Context, email, name, password string) (seckill.Merchant, error)
+	List(ctx context.Context) ([]seckill.Merchant, error)
+	SetDisabled(ctx context.Context, id int64, disabled bool) (seckill.Merchant, error)
+	ResetTOTP(ctx context.Context, id int64) (seckill.Merchant, error)
+	EnrolTOTP(ctx context.Context) (secret, url string, err error)
+	ConfirmTOTP(ctx context.Context, code string) error
+	Login(ctx context.Context, email, password, code string) (seckill.Merchant, error)
+	Active(ctx context.Context, id, opened int64) (seckill.Merchant, error)
+}
+
 // merchantJSON is a merchant as the API shows it.
 type merchantJSON struct {
 	ID        int64     `json:"id"`

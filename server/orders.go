@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -8,6 +9,15 @@ import (
 
 	"github.com/seckill/seckill"
 )
+
+// OrderBook holds the shoppers' orders (sales.Service): each shopper's
+// own, paid for through it; Named names an order's sale.
+type OrderBook interface {
+	Orders(ctx context.Context, user string) ([]seckill.Order, error)
+	Order(ctx context.Context, id, user string) (seckill.Order, error)
+	Pay(ctx context.Context, id, user string) (seckill.Order, error)
+	Named(ctx context.Context, id int64) (seckill.Sale, error)
+}
 
 // orderJSON is an order as the API shows it.
 type orderJSON struct {

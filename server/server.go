@@ -33,11 +33,6 @@ import (
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/live"
-	"github.com/seckill/seckill/merchants"
-	"github.com/seckill/seckill/room"
-	"github.com/seckill/seckill/sales"
-	"github.com/seckill/seckill/sessions"
-	"github.com/seckill/seckill/tickets"
 )
 
 // Reserver decides buys: the buy chain (package tickets' gate in front of
@@ -75,20 +70,33 @@ type Config struct {
 	RateSignupPerIP, RateSigninPerIP float64
 }
 
-// Deps are the services a Server calls.
+// Sales is the sales service (package sales) as the server calls it:
+// each part is declared beside the handlers that use it, and the stock
+// of a sale is what the live-stock hub reads.
+type Sales interface {
+	SaleCatalog // sales.go
+	SaleChanges // sales.go
+	SaleFigures // stats.go
+	OrderBook   // orders.go
+	AuditLog    // audit.go
+	live.Stocks
+}
+
+// Deps are the services a Server calls, as the small interfaces it
+// declares; the caller passes the concrete services (system.Server).
 type Deps struct {
 	Buys     Reserver
-	Sales    *sales.Service
-	Outcomes *sales.Outcomes
-	Tickets  *tickets.Service
+	Sales    Sales
+	Outcomes Outcomes
+	Tickets  Tickets
 	// Room runs the sales' waiting rooms.
-	Room     *room.Service
-	Shoppers *sessions.Shoppers
-	Admins   *sessions.Admins
+	Room     Rooms
+	Shoppers Shoppers
+	Admins   Admins
 	// Identity are the shoppers' sign-ins offered.
 	Identity Identity
 	// Merchants are the admin panel's merchants.
-	Merchants *merchants.Service
+	Merchants Merchants
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the

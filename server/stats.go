@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -10,8 +11,12 @@ import (
 	"github.com/seckill/seckill/sales"
 )
 
-// A sale's figures for the merchant's dashboard: its stats and the
-// units sold over time.
+// SaleFigures are a sale's figures for the merchant's dashboard
+// (sales.Service): its stats and the units sold over time.
+type SaleFigures interface {
+	Stats(ctx context.Context, id int64) (sales.Stats, error)
+	History(ctx context.Context, id int64) ([]sales.HistoryPoint, error)
+}
 
 // statsJSON are a sale's figures for the merchant's dashboard.
 type statsJSON struct {

@@ -41,18 +41,16 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	sc := SessionsConfig(cfg)
 	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), room.Key(cfg.JWTSecret), cfg.TicketTTL, now)
-	id, err := s.identity(now)
+	shoppers := sessions.NewShoppers(s.Redis, sc, now)
+	id, err := s.identity(shoppers, now)
 	if err != nil {
 		return server.Deps{}, err
 	}
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Key(cfg.JWTSecret), cfg.PassTTL, now),
-		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: sessions.NewAdmins(s.Redis, sc, now),
+		Shoppers: shoppers, Admins: sessions.NewAdmins(s.Redis, sc, now),
 		Identity: id, Merchants: merchants.New(s.Ledger, now), Ready: s.Ready(), Registry: registry, Now: now,
-	}
-	if id.OIDC != nil {
-		d.Shoppers.Accept(id.OIDC)
 	}
 	if s.Bus != nil {
 		d.DeadLetters = s.DeadLetters
@@ -65,10 +63,12 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 }
 
 // identity builds the shoppers' sign-ins the configuration names: the
-// provider is discovered now (a start fails if it cannot be reached).
-func (s *System) identity(now func() time.Time) (server.Identity, error) {
+// provider is discovered now (a start fails if it cannot be reached), and
+// its tokens are made good with shoppers. A source that is off stays nil.
+func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (server.Identity, error) {
 	cfg := s.Config
-	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))}
+	pending := identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))
+	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: pending}
 	if cfg.HasIdentity(configs.SourceOIDC) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -76,11 +76,12 @@ func (s *System) identity(now func() time.Time) (server.Identity, error) {
 		if err != nil {
 			return server.Identity{}, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
 		}
+		shoppers.Accept(o)
 		id.OIDC = o
 	}
 	if cfg.HasIdentity(configs.SourceAccounts) {
 		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.PublicURL}, now)
-		pk, err := identity.NewPasskeys(cfg.PublicURL, s.Ledger, id.Pending, now)
+		pk, err := identity.NewPasskeys(cfg.PublicURL, s.Ledger, pending, now)
 		if err != nil {
 			return server.Identity{}, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
 		}
