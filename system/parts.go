@@ -68,7 +68,10 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (server.Identity, error) {
 	cfg := s.Config
 	pending := identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))
-	id := server.Identity{Guest: cfg.HasIdentity(configs.SourceGuest), Pending: pending}
+	id := server.Identity{Pending: pending}
+	if cfg.HasIdentity(configs.SourceGuest) {
+		id.Guest = identity.Guests{}
+	}
 	if cfg.HasIdentity(configs.SourceOIDC) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
