@@ -42,7 +42,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	svc := sales.New(s.Ledger, s.Stock, sales.Config{PaymentWindow: cfg.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.JWTSecret), room.Key(cfg.JWTSecret), cfg.TicketTTL, now)
 	shoppers := sessions.NewShoppers(s.Redis, sc, now)
-	id, err := s.identity(shoppers, now)
+	id, accounts, err := s.identity(shoppers, now)
 	if err != nil {
 		return server.Deps{}, err
 	}
@@ -58,17 +58,20 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	if buys == nil {
 		buys, d.Chores = s.buyChain(registry)
 	}
-	d.Buys = tickets.NewGate(buys, tix)
+	d.Buys = tickets.NewGate(buys, tix, accounts)
 	return d, nil
 }
 
 // identity builds the shoppers' sign-ins the configuration names: the
 // provider is discovered now (a start fails if it cannot be reached), and
-// its tokens are made good with shoppers. A source that is off stays nil.
-func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (server.Identity, error) {
+// its tokens are made good with shoppers. A source that is off stays nil,
+// as do the accounts the buy gate asks whether a buyer has been verified
+// since signing in.
+func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (server.Identity, tickets.Accounts, error) {
 	cfg := s.Config
 	pending := identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))
 	id := server.Identity{Pending: pending}
+	var accounts tickets.Accounts
 	if cfg.HasIdentity(configs.SourceGuest) {
 		id.Guest = identity.Guests{}
 	}
@@ -77,20 +80,21 @@ func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (se
 		defer cancel()
 		o, err := identity.NewOIDC(ctx, OIDCConfig(cfg), now)
 		if err != nil {
-			return server.Identity{}, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
+			return server.Identity{}, nil, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
 		}
 		shoppers.Accept(o)
 		id.OIDC = o
 	}
 	if cfg.HasIdentity(configs.SourceAccounts) {
-		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.PublicURL}, now)
+		acc := identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.PublicURL}, now)
+		id.Accounts, accounts = acc, acc
 		pk, err := identity.NewPasskeys(cfg.PublicURL, s.Ledger, pending, now)
 		if err != nil {
-			return server.Identity{}, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
+			return server.Identity{}, nil, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
 		}
 		id.Passkeys = pk
 	}
-	return id, nil
+	return id, accounts, nil
 }
 
 // buyChain composes the configured buy chain behind the ticket gate, front
