@@ -69,3 +69,33 @@ func TestSaleFromFakeService(t *testing.T) {
 		t.Errorf("an unknown sale: %v", r)
 	}
 }
+
+// TestMethodNotAllowed: a known path asked with a method it does not
+// take is answered 405 with Allow and the JSON error body; HEAD and
+// OPTIONS, which Gin routes only where registered, get the same on a GET
+// route. An unknown path is still the JSON 404, a trailing slash too.
+func TestMethodNotAllowed(t *testing.T) {
+	h := newFakeServer(t, server.Deps{Sales: fakeSales{view: fakeSale}}).Handler()
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/api/sales/1/buy", "POST"},
+		{"PUT", "/api/sales", "GET"},
+		{"DELETE", "/admin/api/sales/1", "GET, PATCH"},
+		{"POST", "/healthz", "GET"},
+		{"POST", "/ws/sales/1", "GET"},
+		{"HEAD", "/api/sales", "GET"},
+		{"OPTIONS", "/api/sales/1/buy", "POST"},
+	} {
+		r := call(t, h, tc.method, tc.path, nil)
+		if r.Status != 405 || r.Header.Get("Allow") != tc.allow || r.code() != "method_not_allowed" ||
+			r.Body["error"].(map[string]any)["message"] != seckill.CodeMethodNotAllowed.Message() {
+			t.Errorf("%s %s: %v, Allow %q; want 405 method_not_allowed, Allow %q", tc.method, tc.path, r, r.Header.Get("Allow"), tc.allow)
+		}
+	}
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/no-such-route"}, {"POST", "/api/no-such-route"}, {"DELETE", "/nothing/here"}, {"GET", "/api/sales/"},
+	} {
+		if r := call(t, h, tc.method, tc.path, nil); r.Status != 404 || r.code() != "not_found" || r.Header.Get("Allow") != "" {
+			t.Errorf("%s %s: %v, want the JSON 404", tc.method, tc.path, r)
+		}
+	}
+}

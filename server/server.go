@@ -172,9 +172,14 @@ func (s *Server) routes() error {
 	}
 	e.Use(s.recover, s.requestID, s.trace, s.metrics.observe, s.accessLog)
 	e.NoRoute(noRoute)
-	// An unknown method or a stray trailing slash is an unknown route: the
-	// JSON 404, not Gin's plain-text 405 or a redirect.
-	e.HandleMethodNotAllowed = false
+	// A known path asked with a method it does not take is answered 405
+	// with the JSON error body, Gin setting Allow to the methods it does
+	// take. Gin routes HEAD and OPTIONS only where they are registered
+	// (nowhere), so on a GET route they get 405 and "Allow: GET" too. A
+	// stray trailing slash is an unknown route: the JSON 404, not a
+	// redirect.
+	e.NoMethod(noMethod)
+	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 
 	e.GET("/healthz", healthz)
