@@ -44,6 +44,10 @@ const (
 	CodeInternal        Code = "internal"
 	CodeUnavailable     Code = "unavailable"
 
+	// CodeMethodNotAllowed is a known path asked with a method it does
+	// not take: 405, the Allow header listing those it does.
+	CodeMethodNotAllowed Code = "method_not_allowed"
+
 	// CodeBucketEmpty is buy.lua's soft refusal on one bucket of a sale
 	// with several: this bucket lacks the units, others may have them.
 	// inventory moves units over and asks again; no client ever sees it.
@@ -80,6 +84,8 @@ var (
 	ErrInternal        = errors.New("internal error")
 	ErrUnavailable     = errors.New("backing service unavailable")
 	ErrBucketEmpty     = errors.New("bucket empty")
+
+	ErrMethodNotAllowed = errors.New("method not allowed")
 )
 
 // ErrPaymentExpired is an order still pending whose payment window has
@@ -124,6 +130,7 @@ var codeTable = []codeRow{
 	{CodeUnauthenticated, ErrUnauthenticated, http.StatusUnauthorized, "Sign in first."},
 	{CodeForbidden, ErrForbidden, http.StatusForbidden, "Not allowed."},
 	{CodeNotFound, ErrNotFound, http.StatusNotFound, "No such page or endpoint."},
+	{CodeMethodNotAllowed, ErrMethodNotAllowed, http.StatusMethodNotAllowed, "This endpoint does not take this method: the Allow header lists those it does."},
 	{CodeRequestTimeout, ErrRequestTimeout, http.StatusRequestTimeout, "The request body arrived too slowly."},
 	{CodeBodyTooLarge, ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "The request body is too large."},
 	{CodeRateLimited, ErrRateLimited, http.StatusTooManyRequests, "Too many requests; retry in a moment."},

@@ -127,23 +127,3 @@ func cell(s string) string {
 	}
 	return s
 }
-
-// saleHistory answers GET /admin/api/sales/{id}/history: the units sold
-// from the sale's start until now, {"points": [{"at", "sold"}]}.
-func (s *Server) saleHistory(c *gin.Context) {
-	id, err := saleID(c)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	pts, err := s.Sales.History(c.Request.Context(), id)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	out := make([]gin.H, len(pts))
-	for i, p := range pts {
-		out[i] = gin.H{"at": p.At.UTC(), "sold": p.Sold}
-	}
-	c.JSON(http.StatusOK, gin.H{"points": out})
-}

@@ -14,6 +14,28 @@ import (
 	"github.com/seckill/seckill/sessions"
 )
 
+// Shoppers issues and checks the shoppers' session tokens
+// (sessions.Shoppers); Load and Run follow the sign-outs of every
+// process.
+type Shoppers interface {
+	Mint(u sessions.User) (string, time.Time, error)
+	Verify(ctx context.Context, raw string) (sessions.User, error)
+	SignOut(ctx context.Context, user string) error
+	Load(ctx context.Context) error
+	Run(ctx context.Context)
+}
+
+// Admins opens and checks the admin sessions (sessions.Admins): the
+// operator's password and token, a merchant's session once its login
+// passed.
+type Admins interface {
+	Login(ctx context.Context, password string) (string, time.Time, error)
+	Open(ctx context.Context, who string) (string, time.Time, error)
+	CheckToken(tok string) error
+	Check(ctx context.Context, sess string) (string, error)
+	Logout(ctx context.Context, sess string) error
+}
+
 const (
 	sessionCookie = "sk_session"
 	adminCookie   = "sk_admin"
@@ -61,32 +83,6 @@ func bearer(c *gin.Context) (string, bool) {
 		return strings.TrimSpace(h[7:]), true
 	}
 	return "", false
-}
-
-// whoAmI tells a page whose session its HttpOnly cookie holds; without a
-// valid session it answers signed_in false rather than a 401, which a
-// browser would log as an error.
-func (s *Server) whoAmI(c *gin.Context) {
-	u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c))
-	if err != nil {
-		c.JSON(http.StatusOK, gin.H{"signed_in": false})
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name, "verified": u.Verified})
-}
-
-// endSession signs a shopper out: the cookie is cleared and, when the
-// request carries a valid session, every token of that user issued until
-// now stops working (in every server process).
-func (s *Server) endSession(c *gin.Context) {
-	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
-	if u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c)); err == nil {
-		if err := s.Shoppers.SignOut(c.Request.Context(), u.ID); err != nil {
-			abort(c, err)
-			return
-		}
-	}
-	c.JSON(http.StatusOK, gin.H{"ok": true})
 }
 
 func (s *Server) setCookie(c *gin.Context, name, value string, exp time.Time, site http.SameSite) {

@@ -1,16 +1,26 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/internal/tracing"
-	"github.com/seckill/seckill/sessions"
 )
+
+// Outcomes counts each sale's outcomes for its dashboard (sales.Outcomes):
+// in memory, flushed to Redis while Run runs.
+type Outcomes interface {
+	// Add counts one outcome (a code, or an event of the bot defence).
+	Add(sale int64, name string)
+	// HitCap notes a user refused for the per-user cap.
+	HitCap(sale int64, user string, now time.Time)
+	Run(ctx context.Context)
+}
 
 type buyRequest struct {
 	Qty       int64  `json:"qty"`
@@ -82,8 +92,10 @@ func (s *Server) buyInput(c *gin.Context) (int64, buyRequest, bool) {
 	return id, req, true
 }
 
-// buy decides one purchase: validate, then the buy chain (ticket, one
-// possibly coalesced Lua call).
+// buy decides one purchase: validate, then the buy chain (the gate's
+// rules, one possibly coalesced Lua call). The buyer is verified as the
+// session says; the gate looks again at an account refused as not
+// verified.
 func (s *Server) buy(c *gin.Context) {
 	id, req, ok := s.buyInput(c)
 	if !ok {
@@ -93,11 +105,6 @@ func (s *Server) buy(c *gin.Context) {
 	b := seckill.Buy{UserID: u.ID, Qty: req.Qty, RequestID: req.RequestID, Ticket: req.Ticket, Pass: req.Pass, Verified: u.Verified,
 		Trace: tracing.Traceparent(c.Request.Context())}
 	d, err := s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
-	if err == nil && d.Answers[0].Code == seckill.CodeNotEligible && s.verifiedSince(c, u) {
-		// Refused before the stock, so nothing is kept for its request id.
-		b.Verified = true
-		d, err = s.Buys.Reserve(c.Request.Context(), id, []seckill.Buy{b})
-	}
 	if err != nil {
 		s.refuse(c, id, err)
 		return
@@ -109,17 +116,6 @@ func (s *Server) buy(c *gin.Context) {
 		return
 	}
 	writeBought(c, buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)})
-}
-
-// verifiedSince reports whether an account refused as unverified has been
-// verified since its session was minted (its email confirmed on another
-// device): a session says what the account was at sign-in.
-func (s *Server) verifiedSince(c *gin.Context, u sessions.User) bool {
-	if s.Identity.Accounts == nil || !identity.IsAccount(u.ID) {
-		return false
-	}
-	fresh, err := s.Identity.Accounts.User(c.Request.Context(), u.ID)
-	return err == nil && fresh.Verified
 }
 
 // writeBought answers an accepted buy, its JSON written by hand: order ids

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/system/servertest"
@@ -497,7 +498,20 @@ func TestSalesAPI(t *testing.T) {
 }
 
 func TestHealthReadyMetrics(t *testing.T) {
-	st := newStack(t)
+	st := newStack(t, "SECKILL_RATE_PER_USER=1000", "SECKILL_RATE_PER_IP=1000")
+	// Before any buy, every outcome reads 0 (a dashboard shows 0, not
+	// "No data"), as do the limiters' sizes.
+	m := call(t, st.h, "GET", "/metrics", nil, admin())
+	for _, c := range seckill.Codes() {
+		if want := fmt.Sprintf(`seckill_buy_outcomes_total{outcome=%q} 0`, c); !strings.Contains(m.Raw, want) {
+			t.Errorf("metrics at the start lack %s", want)
+		}
+	}
+	for _, want := range []string{`seckill_rate_limiter_keys{limiter="user"} 0`, `seckill_rate_limiter_keys{limiter="ip"} 0`} {
+		if !strings.Contains(m.Raw, want) {
+			t.Errorf("metrics at the start lack %s", want)
+		}
+	}
 	if r := call(t, st.h, "GET", "/healthz", nil); r.Status != 200 {
 		t.Errorf("healthz: %v", r)
 	}
@@ -506,7 +520,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{})
 	call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "metric-001"), bearer(servertest.Token(t, "m")))
-	m := call(t, st.h, "GET", "/metrics", nil, admin())
+	m = call(t, st.h, "GET", "/metrics", nil, admin())
 	for _, want := range []string{
 		`seckill_http_requests_total{method="POST",route="/api/sales/:id/buy",status="200"} 1`,
 		`seckill_buy_outcomes_total{outcome="ok"} 1`,

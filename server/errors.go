@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -40,6 +39,10 @@ func newAnswer(code seckill.Code, message string, fields []seckill.FieldError) *
 
 func (a *answer) Error() string { return string(a.code) + ": " + a.message }
 
+// retrier is a refusal that says when to try again (a live-stock
+// connection cap's).
+type retrier interface{ RetryAfter() time.Duration }
+
 func invalid(format string, args ...any) error {
 	return seckill.Errorf(seckill.CodeInvalid, format, args...)
 }
@@ -66,7 +69,8 @@ func answerOf(c seckill.Code) *answer {
 }
 
 // toAnswer turns any error into the refusal to send: an answer as it is,
-// a seckill.Error with its own message, else the table's answer for the
+// a seckill.Error with its own message (and, wrapped in an error that
+// says when to retry, its Retry-After), else the table's answer for the
 // error's code (internal for an error of no code, whose text never
 // reaches the user).
 func toAnswer(err error) *answer {
@@ -78,7 +82,12 @@ func toAnswer(err error) *answer {
 	}
 	var e *seckill.Error
 	if errors.As(err, &e) {
-		return newAnswer(e.Code, e.Message, e.Fields)
+		a := newAnswer(e.Code, e.Message, e.Fields)
+		var r retrier
+		if errors.As(err, &r) {
+			a.retryAfter = r.RetryAfter()
+		}
+		return a
 	}
 	return answerOf(seckill.CodeOf(err))
 }
@@ -154,11 +163,4 @@ func rateLimited(message string, wait time.Duration) *answer {
 	a := newAnswer(seckill.CodeRateLimited, message, nil)
 	a.retryAfter = wait
 	return a
-}
-
-// handshakeRefused is the answer of a WebSocket handshake the upgrader
-// refused (not a GET upgrade of a WebSocket, or of a version it does not
-// speak): invalid_request, 400.
-func handshakeRefused(w http.ResponseWriter, reason error) {
-	writeAnswer(w, newAnswer(seckill.CodeInvalid, fmt.Sprintf("WebSocket handshake refused: %v.", reason), nil))
 }

@@ -24,16 +24,19 @@ import (
 )
 
 // TestEveryRefusalIsJSON: unknown assets, paths that climb out of
-// /static/, stray trailing slashes and unknown methods get the JSON error
-// body, never Gin's or the file server's plain text; a browser navigating
-// to an unknown page gets a page.
+// /static/ and stray trailing slashes get the JSON 404, a method a route
+// does not take the JSON 405 with Allow, never Gin's or the file
+// server's plain text; a browser navigating to an unknown page gets a
+// page.
 func TestEveryRefusalIsJSON(t *testing.T) {
 	st := newStack(t)
 	ts := servertest.HTTP(t, st.h)
-	for _, tc := range []struct{ method, path string }{
-		{"GET", "/static/no-such-file.js"}, {"GET", "/static/../go.mod"}, {"GET", "/static/%2e%2e/go.mod"},
-		{"GET", "/static/"}, {"GET", "/static"}, {"GET", "/api/sales/"}, {"PUT", "/api/sales"},
-		{"DELETE", "/admin/api/sales/1"}, {"GET", "/ws/sales/"}, {"POST", "/healthz"},
+	for _, tc := range []struct{ method, path, status, code string }{
+		{"GET", "/static/no-such-file.js", "404", "not_found"}, {"GET", "/static/../go.mod", "404", "not_found"},
+		{"GET", "/static/%2e%2e/go.mod", "404", "not_found"}, {"GET", "/static/", "404", "not_found"},
+		{"GET", "/static", "404", "not_found"}, {"GET", "/api/sales/", "404", "not_found"}, {"GET", "/ws/sales/", "404", "not_found"},
+		{"PUT", "/api/sales", "405", "method_not_allowed"}, {"DELETE", "/admin/api/sales/1", "405", "method_not_allowed"},
+		{"POST", "/healthz", "405", "method_not_allowed"},
 	} {
 		// A raw request line, so no client cleans the path first.
 		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
@@ -44,8 +47,8 @@ func TestEveryRefusalIsJSON(t *testing.T) {
 		raw, _ := io.ReadAll(conn)
 		conn.Close()
 		head, body, _ := strings.Cut(string(raw), "\r\n\r\n")
-		if !strings.HasPrefix(head, "HTTP/1.1 404") || !strings.Contains(head, "application/json") ||
-			!strings.Contains(body, `"code":"not_found"`) {
+		if !strings.HasPrefix(head, "HTTP/1.1 "+tc.status) || !strings.Contains(head, "application/json") ||
+			!strings.Contains(body, `"code":"`+tc.code+`"`) || tc.status == "405" != strings.Contains(head, "\r\nAllow: ") {
 			t.Errorf("%s %s: %q", tc.method, tc.path, raw)
 		}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/oklog/ulid/v2"
+	"github.com/go-webauthn/webauthn/protocol"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/identity"
@@ -22,13 +23,53 @@ import (
 // are off.
 type Identity struct {
 	// Guest signs anyone in under a name, a new user each time.
-	Guest    bool
-	OIDC     *identity.OIDC
-	Accounts *identity.Accounts
+	Guest    Guests
+	OIDC     OIDC
+	Accounts Accounts
 	// Passkeys sign built-in accounts in (nil without accounts).
-	Passkeys *identity.Passkeys
+	Passkeys Passkeys
 	// Pending keeps the sign-ins under way (OIDC, passkeys).
-	Pending *identity.Pending
+	Pending Pending
+}
+
+// Guests sign anyone in under a display name (identity.Guests): a new
+// user, or why the name is refused.
+type Guests interface {
+	SignIn(name string) (sessions.User, error)
+}
+
+// OIDC signs a browser in at the shop's OpenID Connect provider
+// (identity.OIDC): Begin sends it there, Finish exchanges the code it
+// comes back with.
+type OIDC interface {
+	Begin(next string) (string, identity.Login)
+	Finish(ctx context.Context, l identity.Login, code string) (sessions.User, error)
+}
+
+// Accounts are the built-in shopper accounts (identity.Accounts).
+type Accounts interface {
+	SignUp(ctx context.Context, email, password string) (seckill.Account, error)
+	Resend(ctx context.Context, userID string) (seckill.Account, error)
+	Verify(ctx context.Context, token, signedIn string) (seckill.Account, error)
+	SignIn(ctx context.Context, email, password string) (sessions.User, error)
+	User(ctx context.Context, id string) (sessions.User, error)
+}
+
+// Passkeys register and sign in the accounts' passkeys
+// (identity.Passkeys): each ceremony begun here is finished by the next
+// request with the ceremony its cookie kept.
+type Passkeys interface {
+	BeginRegistration(ctx context.Context, userID string) (*protocol.CredentialCreation, string, error)
+	FinishRegistration(ctx context.Context, userID, ceremony string, body []byte) error
+	BeginLogin(ctx context.Context) (*protocol.CredentialAssertion, string, error)
+	FinishLogin(ctx context.Context, ceremony string, body []byte) (sessions.User, error)
+}
+
+// Pending keeps the provider sign-ins under way between the redirect
+// and the callback (identity.Pending).
+type Pending interface {
+	PutLogin(ctx context.Context, l identity.Login) error
+	TakeLogin(ctx context.Context, state string) (identity.Login, error)
 }
 
 // Sources names the sign-ins offered, as GET /api/identity lists them.
@@ -40,7 +81,7 @@ func (id Identity) Sources() []string {
 	if id.Accounts != nil {
 		out = append(out, "accounts")
 	}
-	if id.Guest {
+	if id.Guest != nil {
 		out = append(out, "guest")
 	}
 	return out
@@ -115,17 +156,43 @@ func (s *Server) createSession(c *gin.Context) {
 	}
 }
 
+// whoAmI tells a page whose session its HttpOnly cookie holds; without a
+// valid session it answers signed_in false rather than a 401, which a
+// browser would log as an error.
+func (s *Server) whoAmI(c *gin.Context) {
+	u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c))
+	if err != nil {
+		c.JSON(http.StatusOK, gin.H{"signed_in": false})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"signed_in": true, "user_id": u.ID, "name": u.Name, "verified": u.Verified})
+}
+
+// endSession signs a shopper out: the cookie is cleared and, when the
+// request carries a valid session, every token of that user issued until
+// now stops working (in every server process).
+func (s *Server) endSession(c *gin.Context) {
+	s.setCookie(c, sessionCookie, "", time.Time{}, http.SameSiteLaxMode)
+	if u, err := s.Shoppers.Verify(c.Request.Context(), sessionToken(c)); err == nil {
+		if err := s.Shoppers.SignOut(c.Request.Context(), u.ID); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"ok": true})
+}
+
 func (s *Server) guestSession(c *gin.Context, name string) {
-	if !s.Identity.Guest {
+	if s.Identity.Guest == nil {
 		abort(c, errNoGuest)
 		return
 	}
-	name = strings.TrimSpace(name)
-	if msg := seckill.CheckText(name, seckill.MaxShopperName); msg != "" {
-		abort(c, invalid("Name %s.", msg))
+	u, err := s.Identity.Guest.SignIn(name)
+	if err != nil {
+		abort(c, err)
 		return
 	}
-	s.signIn(c, http.StatusOK, sessions.User{ID: "u_" + ulid.Make().String(), Name: name})
+	s.signIn(c, http.StatusOK, u)
 }
 
 func (s *Server) passwordSession(c *gin.Context, email, password string) {

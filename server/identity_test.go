@@ -301,7 +301,7 @@ func TestVerifiedOnlySale(t *testing.T) {
 		r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "vo-guest-after"), bearer(guest))
 		return r.Status == 200, r.String()
 	})
-	st.srv.Outcomes.Flush(t.Context())
+	servertest.FlushOutcomes(t, st.srv)
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())
 	// Three refusals above, and the guest's while the change spread.
 	if o, _ := r.Body["outcomes"].(map[string]any); num(o, "not_eligible") < 3 {

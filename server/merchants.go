@@ -9,7 +9,22 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/merchants"
 )
+
+// Merchants are the admin panel's merchants (merchants.Service): managed
+// by the operator and enrolling their second factor here; Login and
+// Active check a merchant's login and session (auth.go).
+type Merchants interface {
+	Create(ctx context.Context, email, name, password string) (seckill.Merchant, error)
+	List(ctx context.Context) ([]seckill.Merchant, error)
+	SetDisabled(ctx context.Context, id int64, disabled bool) (seckill.Merchant, error)
+	ResetTOTP(ctx context.Context, id int64) (seckill.Merchant, error)
+	EnrolTOTP(ctx context.Context) (secret, url string, err error)
+	ConfirmTOTP(ctx context.Context, code string) error
+	SignIn(ctx context.Context, c merchants.Credentials) (merchants.Session, error)
+	Active(ctx context.Context, id, opened int64) (seckill.Merchant, error)
+}
 
 // merchantJSON is a merchant as the API shows it.
 type merchantJSON struct {

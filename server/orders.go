@@ -1,14 +1,23 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/sales"
 )
+
+// OrderBook holds the shoppers' orders (sales.Service): each shopper's
+// own, paid for through it; Named names an order's sale.
+type OrderBook interface {
+	Orders(ctx context.Context, user string) ([]seckill.Order, error)
+	Order(ctx context.Context, id, user string) (seckill.Order, error)
+	Pay(ctx context.Context, id, user string) (seckill.Order, error)
+	Named(ctx context.Context, id int64) (seckill.Sale, error)
+}
 
 // orderJSON is an order as the API shows it.
 type orderJSON struct {
@@ -85,102 +94,4 @@ func (s *Server) writeOrder(c *gin.Context, o seckill.Order, err error) {
 		return
 	}
 	c.JSON(http.StatusOK, s.named(c, orderView(o)))
-}
-
-// statsJSON are a sale's figures for the merchant's dashboard.
-type statsJSON struct {
-	SaleID          int64            `json:"sale_id"`
-	Total           int64            `json:"total"`
-	Sold            int64            `json:"sold"`
-	Remaining       int64            `json:"remaining"`
-	Status          seckill.Phase    `json:"status"`
-	OrdersPersisted int64            `json:"orders_persisted"`
-	OrdersPending   int64            `json:"orders_pending"`
-	OrdersPaid      int64            `json:"orders_paid"`
-	OrdersCancelled int64            `json:"orders_cancelled"`
-	Outcomes        map[string]int64 `json:"outcomes"`
-	Defence         defenceJSON      `json:"defence"`
-	// Queue is the waiting room's figures, for a sale with one.
-	Queue *queueStatsJSON `json:"queue,omitempty"`
-	// DeadLetters is the size of the dead-letter queue (all sales): orders
-	// the worker gave up on, to look into with seckill deadletters.
-	DeadLetters *int      `json:"dead_letters,omitempty"`
-	At          time.Time `json:"at"`
-}
-
-// queueStatsJSON are a waiting room's figures (sales.QueueStats).
-type queueStatsJSON struct {
-	Size              int64 `json:"size"`
-	Admitted          int64 `json:"admitted"`
-	JoinedBeforeStart int64 `json:"joined_before_start"`
-	PassesUsed        int64 `json:"passes_used"`
-	AdmitPerSecond    int64 `json:"admit_per_second"`
-}
-
-// defenceJSON is what a sale's bot defence saw (sales.Defence).
-type defenceJSON struct {
-	TicketRequired   int64        `json:"ticket_required"`
-	TicketInvalid    int64        `json:"ticket_invalid"`
-	ChallengesIssued int64        `json:"challenges_issued"`
-	ChallengesSolved int64        `json:"challenges_solved"`
-	PowInvalid       int64        `json:"pow_invalid"`
-	TicketsIssued    int64        `json:"tickets_issued"`
-	FirstCapped      []cappedJSON `json:"first_capped"`
-}
-
-type cappedJSON struct {
-	UserID string    `json:"user_id"`
-	At     time.Time `json:"at"`
-}
-
-func (s *Server) saleStats(c *gin.Context) {
-	ctx := c.Request.Context()
-	id, err := saleID(c)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	st, err := s.Sales.Stats(ctx, id)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	var dead *int
-	// The dead letters are every sale's: the operator's to see.
-	if s.DeadLetters != nil && seckill.ActorOf(ctx).Role == seckill.RoleOperator {
-		if n, err := s.DeadLetters(ctx); err == nil {
-			dead = &n
-		}
-	}
-	now := s.Now()
-	v := saleView(st.View, now, true)
-	var queue *queueStatsJSON
-	if q := st.Queue; q != nil {
-		queue = &queueStatsJSON{Size: q.Size, Admitted: q.Admitted, JoinedBeforeStart: q.JoinedBeforeStart,
-			PassesUsed: q.PassesUsed, AdmitPerSecond: q.AdmitPerSecond}
-	}
-	c.JSON(http.StatusOK, statsJSON{
-		SaleID: id, Total: v.Total, Sold: v.Sold, Remaining: v.Remaining, Status: v.Status,
-		OrdersPersisted: st.Totals.Persisted(),
-		OrdersPending:   st.Totals.Orders[seckill.OrderPending],
-		OrdersPaid:      st.Totals.Orders[seckill.OrderPaid],
-		OrdersCancelled: st.Totals.Orders[seckill.OrderCancelled],
-		Outcomes:        st.Outcomes,
-		Defence:         defenceView(st.Defence),
-		Queue:           queue,
-		DeadLetters:     dead,
-		At:              now.UTC(),
-	})
-}
-
-func defenceView(d sales.Defence) defenceJSON {
-	out := defenceJSON{
-		TicketRequired: d.TicketRequired, TicketInvalid: d.TicketInvalid, ChallengesIssued: d.ChallengesIssued,
-		ChallengesSolved: d.ChallengesSolved, PowInvalid: d.PowInvalid, TicketsIssued: d.TicketsIssued,
-		FirstCapped: make([]cappedJSON, len(d.FirstCapped)),
-	}
-	for i, u := range d.FirstCapped {
-		out.FirstCapped[i] = cappedJSON{UserID: u.UserID, At: u.At}
-	}
-	return out
 }

@@ -75,6 +75,10 @@ var errNotFound = seckill.ErrNotFound
 // notFoundPage is what a browser gets for an unknown page.
 var notFoundPage = mustRead("404.html")
 
+// noMethod answers a known path asked with a method it does not take:
+// 405 with the JSON error body (Gin has set Allow).
+func noMethod(c *gin.Context) { abort(c, seckill.ErrMethodNotAllowed) }
+
 // noRoute answers an unknown path: a page for a browser navigating to it,
 // the JSON error body for everything else (API calls, assets, scripts).
 func noRoute(c *gin.Context) {

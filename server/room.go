@@ -8,8 +8,17 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/live"
 	"github.com/seckill/seckill/room"
 )
+
+// Rooms runs the sales' waiting rooms (room.Service): shoppers join and
+// read their standing here; the live-stock hub watches each room.
+type Rooms interface {
+	Join(ctx context.Context, sale int64, user string) (room.Standing, error)
+	Read(ctx context.Context, sale int64, user string) (room.Standing, error)
+	live.Rooms
+}
 
 // queueJSON is a shopper's standing in a sale's waiting room (API.md,
 // Waiting room).

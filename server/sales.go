@@ -11,6 +11,26 @@ import (
 	"github.com/seckill/seckill/sales"
 )
 
+// SaleCatalog reads the sales (sales.Service): as shoppers see them
+// (Public, Find: a second old at most) and as the merchant does (All,
+// Get: fresh from the ledger); Exists before the live stock of one.
+type SaleCatalog interface {
+	Public(ctx context.Context) ([]sales.View, error)
+	All(ctx context.Context) ([]sales.View, error)
+	Find(ctx context.Context, id int64) (sales.View, error)
+	Get(ctx context.Context, id int64) (sales.View, error)
+	Exists(ctx context.Context, id int64) error
+}
+
+// SaleChanges changes the sales (sales.Service), each change audited and
+// limited to what the request's actor may change.
+type SaleChanges interface {
+	Create(ctx context.Context, in seckill.SaleInput) (sales.View, error)
+	Update(ctx context.Context, id int64, in seckill.SaleInput) (sales.View, error)
+	Restock(ctx context.Context, id, qty int64) (sales.View, error)
+	Act(ctx context.Context, id int64, a seckill.Action) (sales.View, error)
+}
+
 // saleJSON is a sale as the API shows it.
 type saleJSON struct {
 	ID           int64         `json:"id"`

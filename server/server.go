@@ -1,6 +1,6 @@
 // Package server is Seckill's HTTP front: the shopper API, the merchant
-// admin API, the live-stock WebSocket hub, the embedded web pages and the
-// operational endpoints. It is an adapter: it decodes, authenticates,
+// admin API, the live-stock WebSocket route (package live's hub), the
+// embedded web pages and the operational endpoints. It is an adapter: it decodes, authenticates,
 // rate-limits and validates every request, calls the services (package
 // sales, tickets, sessions and the buy chain) and encodes their answers;
 // it issues no Redis or SQL of its own.
@@ -16,7 +16,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,11 +32,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/internal/wait"
-	"github.com/seckill/seckill/merchants"
-	"github.com/seckill/seckill/room"
-	"github.com/seckill/seckill/sales"
-	"github.com/seckill/seckill/sessions"
-	"github.com/seckill/seckill/tickets"
+	"github.com/seckill/seckill/live"
 )
 
 // Reserver decides buys: the buy chain (package tickets' gate in front of
@@ -75,20 +70,32 @@ type Config struct {
 	RateSignupPerIP, RateSigninPerIP float64
 }
 
-// Deps are the services a Server calls.
+// Sales is the sales service (package sales) as the server calls it:
+// each part is declared beside the handlers that use it, and the stock
+// of a sale is what the live-stock hub reads.
+type Sales interface {
+	SaleCatalog // sales.go
+	SaleChanges // sales.go
+	SaleFigures // stats.go
+	OrderBook   // orders.go
+	live.Stocks
+}
+
+// Deps are the services a Server calls, as the small interfaces it
+// declares; the caller passes the concrete services (system.Server).
 type Deps struct {
 	Buys     Reserver
-	Sales    *sales.Service
-	Outcomes *sales.Outcomes
-	Tickets  *tickets.Service
+	Sales    Sales
+	Outcomes Outcomes
+	Tickets  Tickets
 	// Room runs the sales' waiting rooms.
-	Room     *room.Service
-	Shoppers *sessions.Shoppers
-	Admins   *sessions.Admins
+	Room     Rooms
+	Shoppers Shoppers
+	Admins   Admins
 	// Identity are the shoppers' sign-ins offered.
 	Identity Identity
 	// Merchants are the admin panel's merchants and its sign-in.
-	Merchants *merchants.Service
+	Merchants Merchants
 	// Audit reads the audit log.
 	Audit AuditLog
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
@@ -119,7 +126,7 @@ type Server struct {
 	signups       *limiter
 	signins       *limiter
 	csrf          *http.CrossOriginProtection
-	hubs          *hubs
+	live          *live.Hub
 	api           *gin.RouterGroup
 }
 
@@ -141,7 +148,8 @@ func New(cfg Config, d Deps) (*Server, error) {
 		s.Registry = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(s.Registry)
-	s.hubs = newHubs(s)
+	s.limiterSizes()
+	s.live = newLive(cfg, s.Deps)
 	for _, o := range cfg.AllowedOrigins {
 		if err := s.csrf.AddTrustedOrigin(o); err != nil {
 			return nil, fmt.Errorf("server: allowed origin %q: %w", o, err)
@@ -165,9 +173,14 @@ func (s *Server) routes() error {
 	}
 	e.Use(s.recover, s.requestID, s.trace, s.metrics.observe, s.accessLog)
 	e.NoRoute(noRoute)
-	// An unknown method or a stray trailing slash is an unknown route: the
-	// JSON 404, not Gin's plain-text 405 or a redirect.
-	e.HandleMethodNotAllowed = false
+	// A known path asked with a method it does not take is answered 405
+	// with the JSON error body, Gin setting Allow to the methods it does
+	// take. Gin routes HEAD and OPTIONS only where they are registered
+	// (nowhere), so on a GET route they get 405 and "Allow: GET" too. A
+	// stray trailing slash is an unknown route: the JSON 404, not a
+	// redirect.
+	e.NoMethod(noMethod)
+	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 
 	e.GET("/healthz", healthz)
@@ -244,7 +257,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Shutdown neither closes nor waits for hijacked (WebSocket) connections.
-	srv.RegisterOnShutdown(s.hubs.closeAll)
+	srv.RegisterOnShutdown(s.live.Close)
 	// Tokens revoked by a sign-out stay refused across a restart.
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := s.Shoppers.Load(lctx); err != nil {
@@ -288,75 +301,19 @@ func (s *Server) evictLimits(ctx context.Context) {
 				l.evict(now.Add(-time.Hour))
 			}
 		}
-		if s.limits.user != nil {
-			s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
-		}
-		if s.limits.perIP != nil {
-			s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
-		}
+		s.limiterSizes()
 	})
 }
 
-// readyz answers 200 when every check passes, else 503 naming the failing
-// services. Both carry the dead-letter count when there is a bus to ask:
-// dead letters do not make a process unready, but an operator should see
-// them.
-func readyz(checks map[string]func(context.Context) error, dead func(context.Context) (int, error)) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-		defer cancel()
-		failing := map[string]string{}
-		for name, check := range checks {
-			if err := check(ctx); err != nil {
-				failing[name] = err.Error()
-			}
-		}
-		body := gin.H{"status": "ready"}
-		status := http.StatusOK
-		if len(failing) > 0 {
-			status = http.StatusServiceUnavailable
-			body = gin.H{
-				"status":  "unavailable",
-				"error":   errorDetail{Code: seckill.CodeUnavailable, Message: "Some backing services do not answer."},
-				"failing": failing,
-			}
-		}
-		if dead != nil {
-			if n, err := dead(ctx); err == nil {
-				body["dead_letters"] = n
-			}
-		}
-		c.JSON(status, body)
+// limiterSizes sets the gauges of the per-user and per-IP limiters that
+// are on (from the start: a dashboard reads 0, not "No data").
+func (s *Server) limiterSizes() {
+	if s.limits.user != nil {
+		s.metrics.limiterKey.WithLabelValues("user").Set(float64(s.limits.user.size()))
 	}
-}
-
-func healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
-
-// OpsHandler serves the operations listener: /healthz, /readyz, /metrics
-// and the Go profiler under /debug/pprof/. It belongs on an address that
-// only operators reach (ops_addr, worker_metrics_addr), never the public
-// one.
-func OpsHandler(reg *prometheus.Registry, ready map[string]func(context.Context) error) http.Handler {
-	gin.SetMode(gin.ReleaseMode)
-	e := gin.New()
-	e.GET("/healthz", healthz)
-	e.GET("/readyz", readyz(ready, nil))
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
-	e.GET("/debug/pprof/*name", func(c *gin.Context) {
-		switch c.Param("name") {
-		case "/cmdline":
-			pprof.Cmdline(c.Writer, c.Request)
-		case "/profile":
-			pprof.Profile(c.Writer, c.Request)
-		case "/symbol":
-			pprof.Symbol(c.Writer, c.Request)
-		case "/trace":
-			pprof.Trace(c.Writer, c.Request)
-		default:
-			pprof.Index(c.Writer, c.Request)
-		}
-	})
-	return e
+	if s.limits.perIP != nil {
+		s.metrics.limiterKey.WithLabelValues("ip").Set(float64(s.limits.perIP.size()))
+	}
 }
 
 // recover turns a panic into a 500 and a log line, never a dropped connection.

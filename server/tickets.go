@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -8,7 +9,15 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/sales"
+	"github.com/seckill/seckill/tickets"
 )
+
+// Tickets hands out the proof-of-work challenges and buy tickets
+// (tickets.Service).
+type Tickets interface {
+	Challenge(ctx context.Context, sale int64, user string) (tickets.Challenge, error)
+	Ticket(ctx context.Context, sale int64, user string, solution func() (ch, nonce string, err error)) (tickets.Ticket, error)
+}
 
 type challengeJSON struct {
 	Challenge  string    `json:"challenge"`

@@ -165,9 +165,7 @@ func TestTicketRules(t *testing.T) {
 	}
 
 	// The merchant's dashboard counts the refusals and the tickets.
-	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	servertest.FlushOutcomes(t, st.srv)
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", guarded.ID), nil, admin())
 	d, _ := r.Body["defence"].(map[string]any)
 	if num(d, "ticket_required") != 2 || num(d, "ticket_invalid") != 8 || num(d, "tickets_issued") != 2 {
@@ -240,9 +238,7 @@ func TestProofOfWork(t *testing.T) {
 	}
 
 	// The dashboard: challenges issued vs solved.
-	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	servertest.FlushOutcomes(t, st.srv)
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())
 	d, _ := r.Body["defence"].(map[string]any)
 	if num(d, "challenges_issued") != 7 || num(d, "challenges_solved") != 1 || num(d, "pow_invalid") != 10 {
@@ -277,9 +273,7 @@ func TestFirstCappedUsers(t *testing.T) {
 			call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, fmt.Sprintf("capped-%s-%d", u, i)), bearer(tok))
 		}
 	}
-	if err := st.srv.Outcomes.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	servertest.FlushOutcomes(t, st.srv)
 	r := call(t, st.h, "GET", fmt.Sprintf("/admin/api/sales/%d/stats", sale.ID), nil, admin())
 	d, _ := r.Body["defence"].(map[string]any)
 	list, _ := d["first_capped"].([]any)

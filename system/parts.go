@@ -44,7 +44,8 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	log := audit.New(s.Ledger, now)
 	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.Sessions.JWTSecret), room.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)
-	id, err := s.identity(now)
+	shoppers := sessions.NewShoppers(s.Redis, sc, now)
+	id, accounts, err := s.identity(shoppers, now)
 	if err != nil {
 		return server.Deps{}, err
 	}
@@ -52,11 +53,8 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
-		Shoppers: sessions.NewShoppers(s.Redis, sc, now), Admins: admins, Audit: log,
+		Shoppers: shoppers, Admins: admins, Audit: log,
 		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
-	}
-	if id.OIDC != nil {
-		d.Shoppers.Accept(id.OIDC)
 	}
 	if s.Bus != nil {
 		d.DeadLetters = s.DeadLetters
@@ -64,33 +62,43 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	if buys == nil {
 		buys, d.Chores = s.buyChain(registry)
 	}
-	d.Buys = tickets.NewGate(buys, tix)
+	d.Buys = tickets.NewGate(buys, tix, accounts)
 	return d, nil
 }
 
 // identity builds the shoppers' sign-ins the configuration names: the
-// provider is discovered now (a start fails if it cannot be reached).
-func (s *System) identity(now func() time.Time) (server.Identity, error) {
+// provider is discovered now (a start fails if it cannot be reached), and
+// its tokens are made good with shoppers. A source that is off stays nil,
+// as do the accounts the buy gate asks whether a buyer has been verified
+// since signing in.
+func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (server.Identity, tickets.Accounts, error) {
 	cfg := s.Config
-	id := server.Identity{Guest: cfg.Identity.Has(configs.SourceGuest), Pending: identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))}
+	pending := identity.NewPending(sessions.NewSignIns(s.Redis, SessionsConfig(cfg)))
+	id := server.Identity{Pending: pending}
+	var accounts tickets.Accounts
+	if cfg.Identity.Has(configs.SourceGuest) {
+		id.Guest = identity.Guests{}
+	}
 	if cfg.Identity.Has(configs.SourceOIDC) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		o, err := identity.NewOIDC(ctx, OIDCConfig(cfg), now)
 		if err != nil {
-			return server.Identity{}, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
+			return server.Identity{}, nil, fmt.Errorf("%w (SECKILL_OIDC_ISSUER)", err)
 		}
+		shoppers.Accept(o)
 		id.OIDC = o
 	}
 	if cfg.Identity.Has(configs.SourceAccounts) {
-		id.Accounts = identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.Identity.PublicURL}, now)
-		pk, err := identity.NewPasskeys(cfg.Identity.PublicURL, s.Ledger, id.Pending, now)
+		acc := identity.NewAccounts(s.Ledger, Mailer(cfg, s.Embedded), identity.AccountsConfig{PublicURL: cfg.Identity.PublicURL}, now)
+		id.Accounts, accounts = acc, acc
+		pk, err := identity.NewPasskeys(cfg.Identity.PublicURL, s.Ledger, pending, now)
 		if err != nil {
-			return server.Identity{}, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
+			return server.Identity{}, nil, fmt.Errorf("%w (SECKILL_PUBLIC_URL)", err)
 		}
 		id.Passkeys = pk
 	}
-	return id, nil
+	return id, accounts, nil
 }
 
 // buyChain composes the configured buy chain behind the ticket gate, front

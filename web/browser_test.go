@@ -512,9 +512,7 @@ func TestTicketsInBrowser(t *testing.T) {
 		difficulty, pow["tried"], pow["ms"], 1000*pow["tried"]/max(1, pow["ms"]))
 
 	// The dashboard counts the challenge and the ticket.
-	if err := srv.Outcomes.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	servertest.FlushOutcomes(t, srv)
 	admin.waitJS("challenge counted", `document.querySelector("#stat-challenges").textContent === "1 / 1"`, 10*time.Second)
 	admin.screenshot(dir, "admin-dashboard-tickets.png")
 	for _, tb := range []*tab{admin, shopper} {

@@ -29,10 +29,18 @@ const (
 	demoUsers   = 300
 )
 
+// demoSales are the sales a demo creates, reads and ends (sales.Service,
+// as the server holds it).
+type demoSales interface {
+	Create(ctx context.Context, in seckill.SaleInput) (sales.View, error)
+	Get(ctx context.Context, id int64) (sales.View, error)
+	Act(ctx context.Context, id int64, a seckill.Action) (sales.View, error)
+}
+
 // runDemo ends the demo sale an earlier demo left on sale, creates a new
 // one, prints where to look, and runs the crowd (the load tool at a gentle
 // rate) until the sale ends or ctx does.
-func runDemo(ctx context.Context, cfg configs.Config, svc *sales.Service, addr string) error {
+func runDemo(ctx context.Context, cfg configs.Config, svc demoSales, addr string) error {
 	if err := endDemo(ctx, svc, cfg.Process.DataDir); err != nil {
 		return err
 	}
@@ -81,7 +89,7 @@ func noteDemo(dir string, id int64) error {
 // endDemo ends the sale the last demo in this data directory created, if
 // it is still on and still the demo's (a ledger made anew may give its id
 // to another sale), so a second demo does not stand beside the first.
-func endDemo(ctx context.Context, svc *sales.Service, dir string) error {
+func endDemo(ctx context.Context, svc demoSales, dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, demoFile))
 	if err != nil {
 		return nil // no demo ran here before

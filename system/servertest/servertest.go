@@ -34,6 +34,7 @@ import (
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/system"
@@ -343,6 +344,20 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 		t.Fatalf("servertest: create sale: %v", err)
 	}
 	return v.Sale
+}
+
+// FlushOutcomes writes the outcome counts srv holds in memory to Redis
+// now, as its chore does every so often, for a test that reads a sale's
+// stats.
+func FlushOutcomes(t testing.TB, srv *server.Server) {
+	t.Helper()
+	o, ok := srv.Outcomes.(*sales.Outcomes)
+	if !ok {
+		t.Fatalf("servertest: the server counts outcomes with %T", srv.Outcomes)
+	}
+	if err := o.Flush(context.Background()); err != nil {
+		t.Fatalf("servertest: flush outcomes: %v", err)
+	}
 }
 
 // Token mints a session token for user.

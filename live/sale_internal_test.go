@@ -1,4 +1,4 @@
-package server
+package live
 
 import (
 	"net/http"
@@ -36,23 +36,22 @@ func wsPair(t *testing.T) (server, client *websocket.Conn) {
 // TestBroadcastDropsSlowClient: a client whose queue is full is dropped
 // at once; the others get the frame; nobody waits for the slow one.
 func TestBroadcastDropsSlowClient(t *testing.T) {
-	s := &Server{metrics: newMetrics(prometheus.NewRegistry())}
-	h := newHubs(s)
-	hb := &hub{hubs: h, sale: 1, clients: map[*wsClient]bool{}}
+	h := New(Config{Poll: time.Second}, nil, nil, time.Now, prometheus.NewRegistry())
+	sh := &saleHub{hub: h, sale: 1, clients: map[*client]bool{}}
 
 	fastSrv, fastCli := wsPair(t)
-	fast := &wsClient{conn: fastSrv, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+	fast := newClient(fastSrv, "192.0.2.1")
 	go fast.write()
 	slowSrv, slowCli := wsPair(t)
-	slow := &wsClient{conn: slowSrv, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+	slow := newClient(slowSrv, "192.0.2.2")
 	for range wsQueue {
 		slow.send <- nil // a writer that never catches up
 	}
-	hb.clients[fast], hb.clients[slow] = true, true
+	sh.clients[fast], sh.clients[slow] = true, true
 
 	done := make(chan struct{})
 	go func() {
-		hb.broadcast(stockFrame, stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
+		sh.broadcast(stockFrame, stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
 		close(done)
 	}()
 	select {
@@ -70,7 +69,7 @@ func TestBroadcastDropsSlowClient(t *testing.T) {
 		t.Fatalf("slow client still connected: %v", err)
 	}
 	var m dto.Metric
-	_ = s.metrics.wsDropped.Write(&m)
+	_ = h.metrics.dropped.Write(&m)
 	if got := m.GetCounter().GetValue(); got != 1 {
 		t.Errorf("dropped counter %v, want 1", got)
 	}

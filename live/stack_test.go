@@ -1,9 +1,10 @@
-package server_test
+package live_test
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/seckill/seckill/system/servertest"
 )
+
+// TestMain stops the topologies the tests shared (a Redis Cluster under
+// SECKILL_TEST_REDIS=cluster).
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 
 type stockFrame struct {
 	Type      string    `json:"type"`
@@ -53,14 +58,31 @@ func next(t *testing.T, c *websocket.Conn, what string, ok func(stockFrame) bool
 	}
 }
 
+// buy buys one unit of sale as the holder of tok through the server at
+// base, failing the test unless it is accepted.
+func buy(t *testing.T, base string, sale int64, tok, rid string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/sales/%d/buy", base, sale), strings.NewReader(fmt.Sprintf(`{"qty":1,"request_id":%q}`, rid)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("buy %s: %s", rid, res.Status)
+	}
+}
+
 // TestLiveStock: watchers get the stock on connect and every change after
 // a buy, from two server processes sharing Redis (no process-local truth);
 // frames are coalesced (never more than ~10 per second per sale).
 func TestLiveStock(t *testing.T) {
-	st := newStack(t)
-	other := st.Server(t, nil) // a second server process on the same Redis
-	a, b := servertest.HTTP(t, st.h), servertest.HTTP(t, other.Handler())
-	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 50, Limit: 50})
+	env := servertest.New(t)
+	srv, other := env.Server(t, nil), env.Server(t, nil) // two server processes on the same Redis
+	a, b := servertest.HTTP(t, srv.Handler()), servertest.HTTP(t, other.Handler())
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 50, Limit: 50})
 
 	var conns []*websocket.Conn
 	for _, base := range []string{a.URL, a.URL, b.URL} {
@@ -79,10 +101,7 @@ func TestLiveStock(t *testing.T) {
 	tok := servertest.Token(t, "ws-buyer")
 	start := time.Now()
 	for i := range 50 {
-		res := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, fmt.Sprintf("ws-req-%04d", i)), bearer(tok))
-		if res.Status != 200 {
-			t.Fatalf("buy %d: %s", i, res)
-		}
+		buy(t, a.URL, sale.ID, tok, fmt.Sprintf("ws-req-%04d", i))
 	}
 	var wg sync.WaitGroup
 	frames := make([]int, len(conns))
@@ -105,10 +124,12 @@ func TestLiveStock(t *testing.T) {
 	}
 }
 
+// TestLiveStockRefusals: through the server, a cross-origin upgrade is
+// refused 403 and an unknown sale 404; a same-origin one connects.
 func TestLiveStockRefusals(t *testing.T) {
-	st := newStack(t)
-	ts := servertest.HTTP(t, st.h)
-	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{})
+	srv := servertest.New(t).Server(t, nil)
+	ts := servertest.HTTP(t, srv.Handler())
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{})
 
 	_, res, err := dialWS(t, ts.URL, sale.ID, http.Header{"Origin": {"https://evil.example"}})
 	if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
