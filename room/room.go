@@ -21,15 +21,10 @@ import (
 	"github.com/seckill/seckill/internal/signed"
 )
 
-// Key derives the key that signs admission passes from the session
-// secret (a buy ticket is never good as a pass, nor a pass as a ticket).
-func Key(secret string) []byte { return signed.Key(secret, "seckill admission passes v1") }
-
-// Mint returns an admission pass of user for sale that serves until exp,
-// as the room hands one out (for load tools that mint offline).
-func Mint(key []byte, user string, sale int64, exp time.Time) string {
-	return signed.NewSigner(key).Mint(user, sale, exp)
-}
+// Passes are the admission passes' kind of token: Passes.Key(secret)
+// signs them (a buy ticket is never good as a pass, nor a pass as a
+// ticket).
+const Passes signed.Kind = "seckill admission passes v1"
 
 // Store keeps the waiting rooms (inventory.Store).
 type Store interface {

@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/seckill/seckill/internal/signed"
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/system/servertest"
@@ -32,7 +33,7 @@ func BenchmarkSoldOutBuy(b *testing.B) {
 	env := servertest.New(b)
 	srv := env.Server(b, nil)
 	h := srv.Handler()
-	key, passKey := tickets.Key(servertest.JWTSecret), room.Key(servertest.JWTSecret)
+	key, passKey := tickets.Tickets.Key(servertest.JWTSecret), room.Passes.Key(servertest.JWTSecret)
 	for _, kind := range []string{"plain", "ticket", "pass"} {
 		sale := servertest.MustSale(b, srv, servertest.SaleSpec{Total: 1, Limit: 1, RequireTicket: kind == "ticket",
 			WaitingRoom: kind == "pass", AdmitPerSecond: 100_000})
@@ -43,9 +44,9 @@ func BenchmarkSoldOutBuy(b *testing.B) {
 			tokens[i] = "Bearer " + servertest.Token(b, user)
 			switch kind {
 			case "ticket":
-				extra[i] = fmt.Sprintf(`,"ticket":%q`, tickets.Mint(key, user, sale.ID, time.Now().Add(time.Hour)))
+				extra[i] = fmt.Sprintf(`,"ticket":%q`, signed.Mint(key, user, sale.ID, time.Now().Add(time.Hour)))
 			case "pass":
-				extra[i] = fmt.Sprintf(`,"pass":%q`, room.Mint(passKey, user, sale.ID, time.Now().Add(time.Hour)))
+				extra[i] = fmt.Sprintf(`,"pass":%q`, signed.Mint(passKey, user, sale.ID, time.Now().Add(time.Hour)))
 			}
 		}
 		path := fmt.Sprintf("/api/sales/%d/buy", sale.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/signed"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/system/servertest"
 	"github.com/seckill/seckill/tickets"
@@ -100,10 +101,10 @@ func TestWaitingRoom(t *testing.T) {
 	bobPass := admitted(t, st, sale.ID, bob)
 	call(t, st.h, "POST", queuePath(other.ID), nil, bearer(alice))
 	otherPass := admitted(t, st, other.ID, alice)
-	key := room.Key(servertest.JWTSecret)
-	expired := room.Mint(key, aliceID, sale.ID, time.Now().Add(-time.Second))
-	forged := room.Mint([]byte("another key"), aliceID, sale.ID, time.Now().Add(time.Minute))
-	ticketAsPass := tickets.Mint(tickets.Key(servertest.JWTSecret), aliceID, sale.ID, time.Now().Add(time.Minute))
+	key := room.Passes.Key(servertest.JWTSecret)
+	expired := signed.Mint(key, aliceID, sale.ID, time.Now().Add(-time.Second))
+	forged := signed.Mint([]byte("another key"), aliceID, sale.ID, time.Now().Add(time.Minute))
+	ticketAsPass := signed.Mint(tickets.Tickets.Key(servertest.JWTSecret), aliceID, sale.ID, time.Now().Add(time.Minute))
 
 	// Warm the rules' cache, then count what 300 pass-less buys send.
 	call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "warm-up-01"), bearer(alice))

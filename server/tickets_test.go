@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/signed"
 	"github.com/seckill/seckill/system/servertest"
 	"github.com/seckill/seckill/tickets"
 )
@@ -68,9 +69,9 @@ func TestTicketRules(t *testing.T) {
 	tk := getTicket(t, st, guarded.ID, alice, map[string]any{})
 	otherTk := getTicket(t, st, other.ID, alice, map[string]any{})
 	bobTk := getTicket(t, st, guarded.ID, bob, map[string]any{})
-	key := tickets.Key(servertest.JWTSecret)
-	expired := tickets.Mint(key, aliceID, guarded.ID, now.Add(-time.Second))
-	forged := tickets.Mint([]byte("another key"), aliceID, guarded.ID, now.Add(time.Minute))
+	key := tickets.Tickets.Key(servertest.JWTSecret)
+	expired := signed.Mint(key, aliceID, guarded.ID, now.Add(-time.Second))
+	forged := signed.Mint([]byte("another key"), aliceID, guarded.ID, now.Add(time.Minute))
 	tampered := tk[:len(tk)-2] + "AA"
 	if tampered == tk {
 		tampered = tk[:len(tk)-2] + "BB"

@@ -43,7 +43,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	sc := SessionsConfig(cfg)
 	log := audit.New(s.Ledger, now)
 	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow}, now)
-	tix := tickets.New(svc, s.Stock, tickets.Key(cfg.Sessions.JWTSecret), room.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)
+	tix := tickets.New(svc, s.Stock, tickets.Tickets.Key(cfg.Sessions.JWTSecret), room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)
 	shoppers := sessions.NewShoppers(s.Redis, sc, now)
 	id, accounts, err := s.identity(shoppers, now)
 	if err != nil {
@@ -52,7 +52,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	admins := sessions.NewAdmins(s.Redis, sc, now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
-		Room:     room.New(s.Stock, svc, room.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
+		Room:     room.New(s.Stock, svc, room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
 		Shoppers: shoppers, Admins: admins, Audit: log,
 		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}

@@ -22,13 +22,9 @@ import (
 	"github.com/seckill/seckill/internal/signed"
 )
 
-// Key derives the key that signs buy tickets from the session secret.
-func Key(jwtSecret string) []byte { return signed.Key(jwtSecret, "seckill buy tickets v1") }
-
-// Mint returns a buy ticket of user for sale that serves until exp.
-func Mint(key []byte, user string, sale int64, exp time.Time) string {
-	return signed.NewSigner(key).Mint(user, sale, exp)
-}
+// Tickets are the buy tickets' kind of token: Tickets.Key(secret) signs
+// them.
+const Tickets signed.Kind = "seckill buy tickets v1"
 
 // MaxLen bounds the ticket and pass fields of a buy body.
 const MaxLen = signed.MaxLen
@@ -77,7 +73,7 @@ type Service struct {
 }
 
 // New returns a service signing tickets with key (see Key) and checking
-// admission passes with passKey (room.Key); tickets and challenges last
+// admission passes with passKey (room.Passes.Key); tickets and challenges last
 // ttl.
 func New(sales Sales, challenges Challenges, key, passKey []byte, ttl time.Duration, now func() time.Time) *Service {
 	return &Service{sales: sales, challenges: challenges, signer: signed.NewSigner(key), passes: signed.NewSigner(passKey),

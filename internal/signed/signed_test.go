@@ -13,12 +13,12 @@ const user = "01M8QSWSB4ACCXAKAPM45FE4NM"
 // other user, sale, key, kind or altered copy.
 func TestValid(t *testing.T) {
 	now := time.Now()
-	sg := signed.NewSigner(signed.Key("secret", "kind a"))
+	sg := signed.NewSigner(signed.Kind("kind a").Key("secret"))
 	tk := sg.Mint(user, 42, now.Add(time.Minute))
 	if !sg.Valid(tk, user, 42, now) {
 		t.Fatal("a fresh token is refused")
 	}
-	other := signed.NewSigner(signed.Key("secret", "kind b")).Mint(user, 42, now.Add(time.Minute))
+	other := signed.NewSigner(signed.Kind("kind b").Key("secret")).Mint(user, 42, now.Add(time.Minute))
 	for name, c := range map[string]struct {
 		tk   string
 		user string
@@ -44,7 +44,7 @@ func TestValid(t *testing.T) {
 // (one HMAC-SHA256, no round trip).
 func BenchmarkValid(b *testing.B) {
 	now := time.Now()
-	sg := signed.NewSigner(signed.Key("bench-secret", "bench"))
+	sg := signed.NewSigner(signed.Kind("bench").Key("bench-secret"))
 	tk := sg.Mint(user, 42, now.Add(time.Minute))
 	b.ReportAllocs()
 	for b.Loop() {

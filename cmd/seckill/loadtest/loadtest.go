@@ -29,6 +29,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/identity/mailbox"
+	"github.com/seckill/seckill/internal/signed"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/tickets"
 )
@@ -320,10 +321,10 @@ func WriteTokens(ctx context.Context, o Options, path string) error {
 			return err
 		}
 		if sale.RequireTicket {
-			key = tickets.Key(o.JWTSecret)
+			key = tickets.Tickets.Key(o.JWTSecret)
 		}
 		if sale.WaitingRoom {
-			passKey = room.Key(o.JWTSecret)
+			passKey = room.Passes.Key(o.JWTSecret)
 		}
 	}
 	var b strings.Builder
@@ -331,10 +332,10 @@ func WriteTokens(ctx context.Context, o Options, path string) error {
 	for _, u := range users {
 		b.WriteString(u.token)
 		if key != nil {
-			b.WriteString(" " + tickets.Mint(key, u.id, o.SaleID, exp))
+			b.WriteString(" " + signed.Mint(key, u.id, o.SaleID, exp))
 		}
 		if passKey != nil {
-			b.WriteString(" pass:" + room.Mint(passKey, u.id, o.SaleID, exp))
+			b.WriteString(" pass:" + signed.Mint(passKey, u.id, o.SaleID, exp))
 		}
 		b.WriteString("\n")
 	}
