@@ -29,16 +29,6 @@ type stockFrame struct {
 	At        time.Time `json:"at"`
 }
 
-func dialWS(t *testing.T, base string, sale int64, header http.Header) (*websocket.Conn, *http.Response, error) {
-	t.Helper()
-	url := fmt.Sprintf("ws%s/ws/sales/%d", strings.TrimPrefix(base, "http"), sale)
-	c, res, err := websocket.DefaultDialer.Dial(url, header)
-	if err == nil {
-		t.Cleanup(func() { c.Close() })
-	}
-	return c, res, err
-}
-
 // next reads frames until one satisfies ok, failing after a deadline.
 func next(t *testing.T, c *websocket.Conn, what string, ok func(stockFrame) bool) stockFrame {
 	t.Helper()
@@ -86,7 +76,7 @@ func TestLiveStock(t *testing.T) {
 
 	var conns []*websocket.Conn
 	for _, base := range []string{a.URL, a.URL, b.URL} {
-		c, _, err := dialWS(t, base, sale.ID, nil)
+		c, _, err := servertest.DialWS(t, base, sale.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,16 +121,16 @@ func TestLiveStockRefusals(t *testing.T) {
 	ts := servertest.HTTP(t, srv.Handler())
 	sale := servertest.MustSale(t, srv, servertest.SaleSpec{})
 
-	_, res, err := dialWS(t, ts.URL, sale.ID, http.Header{"Origin": {"https://evil.example"}})
+	_, res, err := servertest.DialWS(t, ts.URL, sale.ID, http.Header{"Origin": {"https://evil.example"}})
 	if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-origin upgrade: %v, %v", res, err)
 	}
-	_, res, err = dialWS(t, ts.URL, 999999999, nil)
+	_, res, err = servertest.DialWS(t, ts.URL, 999999999, nil)
 	if err == nil || res == nil || res.StatusCode != http.StatusNotFound {
 		t.Fatalf("unknown sale: %v, %v", res, err)
 	}
 	// Same origin is fine.
-	if _, _, err := dialWS(t, ts.URL, sale.ID, http.Header{"Origin": {ts.URL}}); err != nil {
+	if _, _, err := servertest.DialWS(t, ts.URL, sale.ID, http.Header{"Origin": {ts.URL}}); err != nil {
 		t.Fatalf("same-origin upgrade: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 
 	var open []io.Closer
 	for range 2 {
-		c, _, err := dialWS(t, ts.URL, sale.ID, from("198.51.100.1"))
+		c, _, err := servertest.DialWS(t, ts.URL, sale.ID, from("198.51.100.1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 	}
 	refused := func(ip, reason string) {
 		t.Helper()
-		_, res, err := dialWS(t, ts.URL, sale.ID, from(ip))
+		_, res, err := servertest.DialWS(t, ts.URL, sale.ID, from(ip))
 		if err == nil || res == nil || res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
 			t.Fatalf("connection over the %s cap: %v %v", reason, res, err)
 		}
@@ -148,7 +148,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 		}
 	}
 	refused("198.51.100.1", "per-IP")
-	c, _, err := dialWS(t, ts.URL, sale.ID, from("198.51.100.2"))
+	c, _, err := servertest.DialWS(t, ts.URL, sale.ID, from("198.51.100.2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 	// A closed connection gives its place back.
 	open[0].Close()
 	servertest.WaitFor(t, 5*time.Second, "a place after a close", func() (bool, string) {
-		c, res, err := dialWS(t, ts.URL, sale.ID, from("198.51.100.1"))
+		c, res, err := servertest.DialWS(t, ts.URL, sale.ID, from("198.51.100.1"))
 		if err != nil {
 			return false, fmt.Sprint(res, err)
 		}
@@ -173,7 +173,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 
 	port := ts.Listener.Addr().(*net.TCPAddr).Port
 	rebound := http.Header{"Host": {fmt.Sprintf("evil.example:%d", port)}, "Origin": {fmt.Sprintf("http://evil.example:%d", port)}}
-	if _, res, err := dialWS(t, ts.URL, sale.ID, rebound); err == nil || res == nil || res.StatusCode != 403 {
+	if _, res, err := servertest.DialWS(t, ts.URL, sale.ID, rebound); err == nil || res == nil || res.StatusCode != 403 {
 		t.Errorf("DNS-rebound upgrade: %v %v", res, err)
 	}
 	// Places free up as the server notices the closes.
@@ -182,7 +182,7 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 	}
 	local := http.Header{"Host": {fmt.Sprintf("localhost:%d", port)}, "Origin": {fmt.Sprintf("http://localhost:%d", port)}}
 	servertest.WaitFor(t, 5*time.Second, "a localhost upgrade", func() (bool, string) {
-		c, res, err := dialWS(t, ts.URL, sale.ID, local)
+		c, res, err := servertest.DialWS(t, ts.URL, sale.ID, local)
 		if err != nil {
 			if res != nil && res.StatusCode == 403 {
 				t.Fatalf("localhost upgrade refused as a foreign host: %v", res)
@@ -197,12 +197,12 @@ func TestWebSocketCapsAndHost(t *testing.T) {
 	pub := newStack(t, "SECKILL_PUBLIC_ORIGINS=https://shop.example")
 	psale := servertest.MustSale(t, pub.srv, servertest.SaleSpec{Total: 10})
 	pts := servertest.HTTP(t, pub.h)
-	if c, res, err := dialWS(t, pts.URL, psale.ID, http.Header{"Host": {"shop.example"}, "Origin": {"https://shop.example"}}); err != nil {
+	if c, res, err := servertest.DialWS(t, pts.URL, psale.ID, http.Header{"Host": {"shop.example"}, "Origin": {"https://shop.example"}}); err != nil {
 		t.Errorf("public host: %v %v", res, err)
 	} else {
 		c.Close()
 	}
-	if _, res, err := dialWS(t, pts.URL, psale.ID, nil); err == nil || res.StatusCode != 403 {
+	if _, res, err := servertest.DialWS(t, pts.URL, psale.ID, nil); err == nil || res.StatusCode != 403 {
 		t.Errorf("loopback host with public origins set: %v %v", res, err)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/system/servertest"
 )
@@ -97,15 +95,4 @@ func buyBody(qty int64, rid string) map[string]any {
 func num(m map[string]any, k string) int64 {
 	f, _ := m[k].(float64)
 	return int64(f)
-}
-
-// dialWS opens the live stock of sale on the server at base.
-func dialWS(t *testing.T, base string, sale int64, header http.Header) (*websocket.Conn, *http.Response, error) {
-	t.Helper()
-	url := fmt.Sprintf("ws%s/ws/sales/%d", strings.TrimPrefix(base, "http"), sale)
-	c, res, err := websocket.DefaultDialer.Dial(url, header)
-	if err == nil {
-		t.Cleanup(func() { c.Close() })
-	}
-	return c, res, err
 }

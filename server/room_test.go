@@ -306,7 +306,7 @@ func TestQueueFrames(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	c, _, err := dialWS(t, ts.URL, sale.ID, nil)
+	c, _, err := servertest.DialWS(t, ts.URL, sale.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/gorilla/websocket"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -486,4 +487,16 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
+}
+
+// DialWS opens the live stock of sale on the server at base (closed when
+// the test ends).
+func DialWS(t testing.TB, base string, sale int64, header http.Header) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	url := fmt.Sprintf("ws%s/ws/sales/%d", strings.TrimPrefix(base, "http"), sale)
+	c, res, err := websocket.DefaultDialer.Dial(url, header)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, res, err
 }
