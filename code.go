@@ -48,6 +48,12 @@ const (
 	// not take: 405, the Allow header listing those it does.
 	CodeMethodNotAllowed Code = "method_not_allowed"
 
+	// Funds (API.md, Funds).
+	CodeInsufficientFunds Code = "insufficient_funds"
+	CodeBalanceLimit      Code = "balance_limit"
+	CodeInvalidSignature  Code = "invalid_signature"
+	CodeOrderRefunded     Code = "order_refunded"
+
 	// CodeBucketEmpty is buy.lua's soft refusal on one bucket of a sale
 	// with several: this bucket lacks the units, others may have them.
 	// inventory moves units over and asks again; no client ever sees it.
@@ -86,6 +92,11 @@ var (
 	ErrBucketEmpty     = errors.New("bucket empty")
 
 	ErrMethodNotAllowed = errors.New("method not allowed")
+
+	ErrInsufficientFunds = errors.New("insufficient funds")
+	ErrBalanceLimit      = errors.New("balance limit")
+	ErrInvalidSignature  = errors.New("invalid signature")
+	ErrOrderRefunded     = errors.New("order refunded")
 )
 
 // ErrPaymentExpired is an order still pending whose payment window has
@@ -126,6 +137,10 @@ var codeTable = []codeRow{
 	{CodeOrderNotFound, ErrOrderNotFound, http.StatusNotFound, "No such order."},
 	{CodeOrderCancelled, ErrOrderCancelled, http.StatusConflict, "The order was cancelled: its payment window has closed."},
 	{CodeOrderPaid, ErrOrderPaid, http.StatusConflict, "The order is paid and cannot be cancelled."},
+	{CodeOrderRefunded, ErrOrderRefunded, http.StatusConflict, "The order was refunded."},
+	{CodeInsufficientFunds, ErrInsufficientFunds, http.StatusPaymentRequired, "Your balance is too low for this: top up your wallet and try again."},
+	{CodeBalanceLimit, ErrBalanceLimit, http.StatusConflict, "That would take the wallet over the most it may hold."},
+	{CodeInvalidSignature, ErrInvalidSignature, http.StatusBadRequest, "The webhook's signature is missing, wrong, too old or too new."},
 	{CodeInvalid, ErrInvalid, http.StatusBadRequest, "The request is not valid."},
 	{CodeUnauthenticated, ErrUnauthenticated, http.StatusUnauthorized, "Sign in first."},
 	{CodeForbidden, ErrForbidden, http.StatusForbidden, "Not allowed."},

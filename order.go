@@ -21,6 +21,7 @@ const (
 	OrderPending   OrderStatus = "pending"
 	OrderPaid      OrderStatus = "paid"
 	OrderCancelled OrderStatus = "cancelled"
+	OrderRefunded  OrderStatus = "refunded"
 )
 
 // Reason is why a sale's stock moved, in the ledger's stock movements.
@@ -63,6 +64,10 @@ type Order struct {
 	ExpiresAt      time.Time
 	PaidAt         *time.Time
 	CancelledAt    *time.Time
+	// ChargeID is the movement that paid the order from its buyer's
+	// wallet ("" for an order paid before money moved, or free).
+	ChargeID   string
+	RefundedAt *time.Time
 	// PersistedAt is when the worker wrote the order to the ledger; zero
 	// for an order accepted in Redis and not written yet.
 	PersistedAt time.Time

@@ -17,12 +17,15 @@ import (
 	"time"
 )
 
-// The queues of the order pipeline.
+// The queues of the order and funds pipelines.
 const (
 	// Orders carries accepted order events from the relay to the worker.
 	Orders = "orders"
 	// Timeouts carries the payment windows that ended, after their delay.
 	Timeouts = "timeouts"
+	// Funds carries the movements of money from the funds relay to the
+	// funds consumer.
+	Funds = "funds"
 	// Dead holds the messages a consumer judged unprocessable.
 	Dead = "dead"
 )

@@ -42,6 +42,7 @@ type Config struct {
 	Buy      Buy      `koanf:",squash"`
 	Orders   Orders   `koanf:",squash"`
 	Tracing  Tracing  `koanf:",squash"`
+	Funds    Funds    `koanf:",squash"`
 }
 
 // Production reports whether the process runs with production settings.
@@ -141,6 +142,7 @@ func (c *Config) complete() error {
 		c.Identity.check(prod, c.HTTP.Addr),
 		c.Buy.check(),
 		c.Orders.check(),
+		c.Funds.check(prod),
 	)
 	if err != nil {
 		return err
@@ -151,6 +153,11 @@ func (c *Config) complete() error {
 	if c.Sessions.AdminPassword == "" {
 		c.Sessions.AdminPassword = randomHex(8)
 		c.Sessions.GeneratedAdminPassword = true
+	}
+	if c.Funds.Provider == ProviderTest && c.Funds.StripeWebhookSecret == "" {
+		// The test provider signs its webhooks as Stripe does, with a
+		// secret of this start.
+		c.Funds.StripeWebhookSecret = "whsec_" + randomHex(24)
 	}
 	return nil
 }

@@ -104,7 +104,8 @@ func TestIdentityDefaults(t *testing.T) {
 	if err != nil || c.Identity.Sources != "guest" || c.Identity.PublicURL != "http://localhost:8080" {
 		t.Fatalf("defaults: %q %q %v", c.Identity.Sources, c.Identity.PublicURL, err)
 	}
-	prod := []string{"SECKILL_ENV=production", "SECKILL_JWT_SECRET=" + strings.Repeat("s", 32), "SECKILL_ADMIN_PASSWORD=x"}
+	prod := []string{"SECKILL_ENV=production", "SECKILL_JWT_SECRET=" + strings.Repeat("s", 32), "SECKILL_ADMIN_PASSWORD=x",
+		"SECKILL_STRIPE_SECRET_KEY=sk_test_x", "SECKILL_STRIPE_WEBHOOK_SECRET=whsec_x"}
 	if _, err := configs.Load(append(prod, "SECKILL_ALLOW_GUEST=true")); err != nil {
 		t.Errorf("production with allow_guest: %v", err)
 	}

@@ -474,3 +474,88 @@ type Tracing struct {
 	// Endpoint is the OTLP/HTTP endpoint traces go to; empty: off.
 	Endpoint string `koanf:"otel_endpoint"`
 }
+
+// The payment providers.
+const (
+	ProviderTest   = "test"
+	ProviderStripe = "stripe"
+)
+
+// Funds is money: the currency, the platform's fee, the bounds of a
+// wallet and a top-up, the wallets' hash groups in Redis, and the payment
+// provider.
+type Funds struct {
+	// Currency is the ISO 4217 code every amount is in (minor units).
+	Currency string `koanf:"currency"`
+	// FeeBps is the platform's share of each charge, in basis points.
+	FeeBps int64 `koanf:"platform_fee_bps"`
+	// WalletMax bounds what a wallet holds; TopupMax one top-up.
+	WalletMax int64 `koanf:"wallet_max_cents"`
+	TopupMax  int64 `koanf:"topup_max_cents"`
+	// Groups is how many hashes the accounts' balances are spread over in
+	// Redis; fixed once money is held.
+	Groups int `koanf:"funds_groups"`
+	// Provider is where top-ups are paid and payouts sent: test (a page of
+	// this server, development and embedded mode) or stripe. Empty: test,
+	// stripe in production.
+	Provider string `koanf:"payment_provider"`
+	// StripeSecretKey, StripeWebhookSecret (comma-separated during a
+	// rotation) and StripeAPIBase (empty: Stripe's) are Stripe's.
+	StripeSecretKey     string `koanf:"stripe_secret_key" secret:"true"`
+	StripeWebhookSecret string `koanf:"stripe_webhook_secret" secret:"true"`
+	StripeAPIBase       string `koanf:"stripe_api_base"`
+}
+
+// WebhookSecrets lists the webhook signing secrets, the newest first.
+func (s Funds) WebhookSecrets() []string { return SplitList(s.StripeWebhookSecret) }
+
+// maxFundsGroups bounds the groups: each is read once per reconcile.
+const maxFundsGroups = 65536
+
+// check checks the money settings and fills the provider's default: test,
+// or stripe in production.
+func (s *Funds) check(production bool) error {
+	var p problems
+	if len(s.Currency) != 3 || strings.ToUpper(s.Currency) != s.Currency || strings.ContainsFunc(s.Currency, func(r rune) bool { return r < 'A' || r > 'Z' }) {
+		p.add("currency", "must be an ISO 4217 code of three capital letters, like USD, not %q", s.Currency)
+	}
+	if s.FeeBps < 0 || s.FeeBps > 10_000 {
+		p.add("platform_fee_bps", "must be 0..10000 (basis points)")
+	}
+	if s.WalletMax < 1 || s.WalletMax > 1_000_000_000_000_000 {
+		p.add("wallet_max_cents", "must be 1..10^15")
+	}
+	if s.TopupMax < 1 || s.TopupMax > s.WalletMax {
+		p.add("topup_max_cents", "must be 1 up to wallet_max_cents")
+	}
+	if s.Groups < 1 || s.Groups > maxFundsGroups {
+		p.add("funds_groups", "must be 1..%d", maxFundsGroups)
+	}
+	if s.Provider == "" {
+		s.Provider = ProviderTest
+		if production {
+			s.Provider = ProviderStripe
+		}
+	}
+	switch s.Provider {
+	case ProviderTest:
+		if production {
+			p.add("payment_provider", "production takes money through stripe; test is a page of this server that pays for anyone")
+		}
+	case ProviderStripe:
+		if s.StripeSecretKey == "" {
+			p.add("stripe_secret_key", "required with payment_provider stripe")
+		}
+		if len(s.WebhookSecrets()) == 0 {
+			p.add("stripe_webhook_secret", "required with payment_provider stripe (its webhook's signing secret, whsec_…)")
+		}
+	default:
+		p.add("payment_provider", "must be test or stripe, not %q", s.Provider)
+	}
+	if s.StripeAPIBase != "" {
+		if u, err := url.Parse(s.StripeAPIBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p.add("stripe_api_base", "%q is not a URL like https://api.stripe.com", s.StripeAPIBase)
+		}
+	}
+	return p.err()
+}

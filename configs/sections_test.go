@@ -136,7 +136,7 @@ var sections = map[string]reflect.Type{
 	"Process": reflect.TypeFor[Process](), "HTTP": reflect.TypeFor[HTTP](), "Redis": reflect.TypeFor[Redis](),
 	"AMQP": reflect.TypeFor[AMQP](), "MySQL": reflect.TypeFor[MySQL](), "Sessions": reflect.TypeFor[Sessions](),
 	"Identity": reflect.TypeFor[Identity](), "Buy": reflect.TypeFor[Buy](), "Orders": reflect.TypeFor[Orders](),
-	"Tracing": reflect.TypeFor[Tracing](),
+	"Tracing": reflect.TypeFor[Tracing](), "Funds": reflect.TypeFor[Funds](),
 }
 
 func TestSectionsListed(t *testing.T) {

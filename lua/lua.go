@@ -24,4 +24,8 @@ var (
 	Accept string
 	//go:embed queue.lua
 	Queue string
+	//go:embed funds.lua
+	Funds string
+	//go:embed follow.lua
+	Follow string
 )

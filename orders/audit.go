@@ -88,24 +88,30 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 
 // ledgerTables are the tables the application reads and writes; the audit
 // log it only reads and appends to.
-var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "account_tokens", "passkeys", "merchants"}
+var ledgerTables = []string{"sales", "orders", "stock_movements", "accounts", "account_tokens", "passkeys", "merchants", "topups", "payouts"}
+
+// appendOnly are the tables the application only reads and appends to:
+// history that is never edited (a mistake is corrected by another row).
+var appendOnly = []string{"audit_log", "transfers"}
 
 // AppGrants are the MySQL statements that give the application's database
 // user (as 'name'@'host') what it needs on database db and no more: it
 // may read, insert, update and delete the ledger's rows, but only read
-// and append to the audit log, so no bug and no stolen credential of the
-// application rewrites history. Migrations run as the schema's owner
+// and append to the audit log and the transfers, so no bug and no stolen
+// credential of the application rewrites history. Migrations run as the schema's owner
 // (seckill migrate with its DSN). CREATE lets the grants be given before
 // the tables exist (MySQL requires it then); it creates a missing table,
 // never alters or drops one.
 func AppGrants(db, user string) []string {
-	out := make([]string, 0, len(ledgerTables)+2)
+	out := make([]string, 0, len(ledgerTables)+len(appendOnly)+1)
 	for _, t := range ledgerTables {
 		out = append(out, fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON `%s`.`%s` TO %s", db, t, user))
 	}
-	return append(out,
-		fmt.Sprintf("GRANT SELECT, CREATE ON `%s`.`goose_db_version` TO %s", db, user),
-		fmt.Sprintf("GRANT SELECT, INSERT, CREATE ON `%s`.`audit_log` TO %s", db, user))
+	out = append(out, fmt.Sprintf("GRANT SELECT, CREATE ON `%s`.`goose_db_version` TO %s", db, user))
+	for _, t := range appendOnly {
+		out = append(out, fmt.Sprintf("GRANT SELECT, INSERT, CREATE ON `%s`.`%s` TO %s", db, t, user))
+	}
+	return out
 }
 
 // AppUserSQL is the script that creates the application's user with
@@ -114,8 +120,8 @@ func AppGrants(db, user string) []string {
 func AppUserSQL(db, user, password string) string {
 	var b strings.Builder
 	b.WriteString("-- The application's MySQL user: the ledger's rows, and only SELECT and\n")
-	b.WriteString("-- INSERT on the audit log (orders.AppGrants; a test keeps this file equal\n")
-	b.WriteString("-- to it). Migrations run as root: `seckill migrate`.\n")
+	b.WriteString("-- INSERT on the audit log and the transfers (orders.AppGrants; a test\n")
+	b.WriteString("-- keeps this file equal to it). Migrations run as root: `seckill migrate`.\n")
 	fmt.Fprintf(&b, "CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s';\n", user, password)
 	for _, g := range AppGrants(db, user) {
 		b.WriteString(g + ";\n")

@@ -54,7 +54,8 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	if rows, err := st.AuditLog(ctx, seckill.AuditFilter{Limit: 10}); err != nil || len(rows) != 1 {
 		t.Fatalf("the application reads: %v %v", rows, err)
 	}
-	for _, q := range []string{"UPDATE audit_log SET actor = 'someone else'", "DELETE FROM audit_log", "TRUNCATE TABLE audit_log", "DROP TABLE audit_log"} {
+	for _, q := range []string{"UPDATE audit_log SET actor = 'someone else'", "DELETE FROM audit_log", "TRUNCATE TABLE audit_log",
+		"DROP TABLE audit_log", "UPDATE transfers SET amount_cents = 1", "DELETE FROM transfers", "TRUNCATE TABLE transfers"} {
 		if _, err := db.Exec(q); err == nil || !strings.Contains(err.Error(), "denied") {
 			t.Errorf("%s as the application: %v, want denied", q, err)
 		}
@@ -78,7 +79,11 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	if err := lite.AppendAudit(ctx, seckill.AuditEntry{At: time.Now(), Actor: "operator", Role: seckill.RoleOperator, Action: seckill.AuditLogin}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"UPDATE audit_log SET actor = 'someone else'", "DELETE FROM audit_log"} {
+	if err := lite.InsertMovements(ctx, []seckill.Movement{seckill.CreditMovement("u", "r", 5, time.Now())}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"UPDATE audit_log SET actor = 'someone else'", "DELETE FROM audit_log",
+		"UPDATE transfers SET amount_cents = 1", "DELETE FROM transfers"} {
 		if _, err := lite.DB().Exec(q); err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("SQLite: %s: %v, want refused", q, err)
 		}

@@ -97,6 +97,22 @@ func testInsertOrdersIsIdempotent(t *testing.T, db *sqlx.DB) {
 	}
 }
 
+// payLocked pays an order as package sales does: its row locked, marked
+// paid while pending.
+func payLocked(ctx context.Context, ledger *orders.Store, id string) error {
+	return ledger.InTx(ctx, func(ctx context.Context) error {
+		o, err := ledger.OrderForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if o.Status == seckill.OrderCancelled {
+			return seckill.ErrOrderCancelled
+		}
+		_, err = ledger.SetPaid(ctx, id, "ch."+id, time.Now())
+		return err
+	})
+}
+
 // TestPayCancelCompareAndSet races payment against cancellation on the same
 // orders: each ends in exactly one state, and its loser gets its error.
 func TestPayCancelCompareAndSet(t *testing.T) {
@@ -120,7 +136,7 @@ func testPayCancelCompareAndSet(t *testing.T, db *sqlx.DB) {
 	for _, o := range os {
 		var payErr, cancelErr error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, payErr = ledger.Pay(ctx, o.ID, "buyer", time.Now()) })
+		wg.Go(func() { payErr = payLocked(ctx, ledger, o.ID) })
 		wg.Go(func() { _, cancelErr = ledger.Cancel(ctx, o.ID, time.Now()) })
 		wg.Wait()
 		final, err := ledger.Order(ctx, o.ID)
@@ -144,17 +160,28 @@ func testPayCancelCompareAndSet(t *testing.T, db *sqlx.DB) {
 	if led.Movements[seckill.ReasonCancel] != led.Units[seckill.OrderCancelled] {
 		t.Errorf("cancel movements %d for %d cancelled units", led.Movements[seckill.ReasonCancel], led.Units[seckill.OrderCancelled])
 	}
-	// Another user's order is unknown to them; an expired one is refused.
-	if _, err := ledger.Pay(ctx, os[0].ID, "someone-else", time.Now()); !errors.Is(err, seckill.ErrOrderNotFound) {
-		t.Errorf("paying another user's order: %v", err)
-	}
-	late := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 1,
-		RequestID: "late-request", At: now.Add(-2 * time.Hour).UnixMilli()}
-	if err := ledger.InsertOrders(ctx, []seckill.Order{late.Order(time.Hour, now)}); err != nil {
+	// The status moves only forward: paid once, refunded once, never
+	// back; the charge is kept.
+	fresh := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: "buyer", Qty: 1, PriceCents: 100,
+		RequestID: "paid-request", At: now.UnixMilli()}
+	paid := fresh.Order(time.Hour, now)
+	if err := ledger.InsertOrders(ctx, []seckill.Order{paid}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Pay(ctx, late.OrderID, "buyer", time.Now()); !errors.Is(err, seckill.ErrPaymentExpired) {
-		t.Errorf("paying after the window: %v", err)
+	if err := payLocked(ctx, ledger, paid.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		if ok, err := ledger.SetRefunded(ctx, paid.ID, time.Now()); err != nil || ok != want {
+			t.Errorf("refund %d of a paid order: %v %v", i, ok, err)
+		}
+	}
+	if ok, err := ledger.SetPaid(ctx, paid.ID, "ch.again", time.Now()); err != nil || ok {
+		t.Errorf("paying a refunded order: %v %v", ok, err)
+	}
+	if o, err := ledger.Order(ctx, paid.ID); err != nil || o.Status != seckill.OrderRefunded || o.RefundedAt == nil ||
+		o.ChargeID != "ch."+paid.ID {
+		t.Errorf("the refunded order: %+v %v", o, err)
 	}
 }
 

@@ -82,6 +82,8 @@ type orderRow struct {
 	PaidAt         *time.Time `db:"paid_at"`
 	CancelledAt    *time.Time `db:"cancelled_at"`
 	PersistedAt    time.Time  `db:"persisted_at"`
+	ChargeID       *string    `db:"charge_id"`
+	RefundedAt     *time.Time `db:"refunded_at"`
 }
 
 func (r orderRow) order() seckill.Order {
@@ -89,7 +91,7 @@ func (r orderRow) order() seckill.Order {
 		ID: r.ID, SaleID: r.SaleID, UserID: r.UserID, RequestID: r.RequestID, Qty: r.Qty,
 		UnitPriceCents: r.UnitPriceCents, AmountCents: r.AmountCents, Status: seckill.OrderStatus(r.Status),
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt, CancelledAt: r.CancelledAt,
-		PersistedAt: r.PersistedAt,
+		PersistedAt: r.PersistedAt, ChargeID: deref(r.ChargeID), RefundedAt: r.RefundedAt,
 	}
 }
 

@@ -192,7 +192,7 @@ func (s *Store) insertOrders(ctx context.Context, os []seckill.Order) error {
 }
 
 const orderColumns = `id, sale_id, user_id, request_id, qty, unit_price_cents, amount_cents, status,
-created_at, expires_at, paid_at, cancelled_at, persisted_at`
+created_at, expires_at, paid_at, cancelled_at, persisted_at, charge_id, refunded_at`
 
 const selectOrder = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
 
@@ -213,38 +213,38 @@ func (s *Store) UserOrders(ctx context.Context, user string, limit int) ([]secki
 	return s.selectOrders(ctx, "orders of user", selectUserOrders, user, limit)
 }
 
-const payOrder = `UPDATE orders SET status = 'paid', paid_at = ?
-WHERE id = ? AND user_id = ? AND status = 'pending' AND expires_at > ?`
+// OrderForUpdate returns one order with its row locked until ctx's
+// transaction ends (a payment and the payment timeout take their turns),
+// or seckill.ErrOrderNotFound.
+func (s *Store) OrderForUpdate(ctx context.Context, id string) (seckill.Order, error) {
+	return one(ctx, s, orderRow.order, fmt.Errorf("orders: order %s: %w", id, seckill.ErrOrderNotFound), "order "+id,
+		selectOrder+s.dialect.lockRow, id)
+}
 
-// Pay marks a pending order of user paid, if its payment window is open. It
-// returns the order as it stands: paying a paid order again succeeds;
-// seckill.ErrOrderNotFound for an unknown order or another user's,
-// ErrOrderCancelled for a cancelled one, ErrPaymentExpired for a pending
-// one whose window has closed (the caller cancels it).
-func (s *Store) Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error) {
-	var o seckill.Order
-	err := s.InTx(ctx, func(ctx context.Context) error {
-		res, err := s.q(ctx).ExecContext(ctx, payOrder, now.UTC(), id, user, now.UTC())
-		if err != nil {
-			return failed("pay "+id, err)
-		}
-		paid, _ := res.RowsAffected()
-		if o, err = s.Order(ctx, id); err != nil {
-			return err
-		}
-		if o.UserID != user {
-			// Another user's order is answered as if it did not exist.
-			return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrOrderNotFound)
-		}
-		switch {
-		case paid == 1 || o.Status == seckill.OrderPaid:
-			return nil
-		case o.Status == seckill.OrderCancelled:
-			return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrOrderCancelled)
-		}
-		return fmt.Errorf("orders: pay %s: %w", id, seckill.ErrPaymentExpired)
-	})
-	return o, err
+const (
+	payOrder    = `UPDATE orders SET status = 'paid', paid_at = ?, charge_id = ? WHERE id = ? AND status = 'pending'`
+	refundOrder = `UPDATE orders SET status = 'refunded', refunded_at = ? WHERE id = ? AND status = 'paid'`
+)
+
+// SetPaid marks a pending order paid at now by chargeID ("" for a free
+// order); ok is false when it was not pending.
+func (s *Store) SetPaid(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
+	return s.changeOrder(ctx, "pay "+id, payOrder, now.UTC(), orNull(chargeID), id)
+}
+
+// SetRefunded marks a paid order refunded at now; ok is false when it was
+// not paid.
+func (s *Store) SetRefunded(ctx context.Context, id string, now time.Time) (bool, error) {
+	return s.changeOrder(ctx, "refund "+id, refundOrder, now.UTC(), id)
+}
+
+func (s *Store) changeOrder(ctx context.Context, what, q string, args ...any) (bool, error) {
+	res, err := s.q(ctx).ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, failed(what, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 const cancelOrder = `UPDATE orders SET status = 'cancelled', cancelled_at = ? WHERE id = ? AND status = 'pending'`

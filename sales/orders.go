@@ -64,12 +64,16 @@ func (s *Service) unpersisted(ctx context.Context, id, user string) (seckill.Ord
 // lingers up to relay_linger for fuller messages).
 const persistWait = 3 * time.Second
 
-// Pay marks one of user's orders paid, if its payment window is open.
-// Paying twice is fine; paying a cancelled order is not
-// (seckill.ErrOrderCancelled). An order accepted but not in the ledger yet
-// is waited for, a few seconds at most.
+// Pay pays one of user's orders from the user's wallet, if its payment
+// window is open: its amount moves to the sale's merchant (less the
+// platform's fee), exactly once. Paying a paid order again charges
+// nothing and answers the same; a cancelled order is
+// seckill.ErrOrderCancelled, a refunded one seckill.ErrOrderRefunded, a
+// wallet holding too little seckill.ErrInsufficientFunds (the order stays
+// pending). An order accepted but not in the ledger yet is waited for, a
+// few seconds at most.
 func (s *Service) Pay(ctx context.Context, id, user string) (seckill.Order, error) {
-	o, err := s.ledger.Pay(ctx, id, user, s.now())
+	o, err := s.pay(ctx, id, user)
 	if !errors.Is(err, seckill.ErrOrderNotFound) {
 		return o, err
 	}
@@ -80,7 +84,55 @@ func (s *Service) Pay(ctx context.Context, id, user string) (seckill.Order, erro
 	if err := s.awaitPersisted(ctx, id); err != nil {
 		return o, err
 	}
-	return s.ledger.Pay(ctx, id, user, s.now())
+	return s.pay(ctx, id, user)
+}
+
+// pay charges and marks an order paid in one ledger transaction with the
+// order's row locked, so the payment timeout, which cancels with a
+// compare-and-set on the same row, waits for it. The charge in Redis comes
+// before the commit: a wallet short of money rolls the payment back; a
+// crash after the charge leaves the order pending, and the timeout that
+// cancels it voids the charge (worker.TimeoutConsumer, funds.Store.Cancel),
+// so an order ends paid-and-charged or cancelled-and-uncharged.
+func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, error) {
+	var o seckill.Order
+	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if o, err = s.ledger.OrderForUpdate(ctx, id); err != nil {
+			return err
+		}
+		now := s.now()
+		switch {
+		case o.UserID != user:
+			return seckill.ErrOrderNotFound // another user's order is as an unknown one
+		case o.Status == seckill.OrderPaid:
+			return nil
+		case o.Status == seckill.OrderCancelled:
+			return seckill.ErrOrderCancelled
+		case o.Status == seckill.OrderRefunded:
+			return seckill.ErrOrderRefunded
+		case !now.Before(o.ExpiresAt):
+			return seckill.ErrPaymentExpired
+		}
+		sale, err := s.rows.get(ctx, o.SaleID)
+		if err != nil {
+			return err
+		}
+		charge := ""
+		if m, ok := seckill.ChargeMovement(o, sale.MerchantID, s.cfg.FeeBps, now); ok {
+			if _, _, err := s.wallets.Move(ctx, m); err != nil {
+				return err
+			}
+			charge = m.ID
+		}
+		if _, err := s.ledger.SetPaid(ctx, id, charge, now); err != nil {
+			return err
+		}
+		t := now.UTC()
+		o.Status, o.PaidAt, o.ChargeID = seckill.OrderPaid, &t, charge
+		return nil
+	})
+	return o, err
 }
 
 func (s *Service) awaitPersisted(ctx context.Context, id string) error {

@@ -35,7 +35,14 @@ type Ledger interface {
 	Totals(ctx context.Context, sale int64) (seckill.Totals, error)
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
-	Pay(ctx context.Context, id, user string, now time.Time) (seckill.Order, error)
+	OrderForUpdate(ctx context.Context, id string) (seckill.Order, error)
+	SetPaid(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+}
+
+// Wallets are the balances money moves between in Redis (funds.Store):
+// a payment is one movement, decided on the buyer's wallet.
+type Wallets interface {
+	Move(ctx context.Context, m seckill.Movement) (int64, bool, error)
 }
 
 // Auditor records a change in the audit log, in the transaction of the
@@ -62,15 +69,18 @@ type Stock interface {
 type Config struct {
 	// PaymentWindow is how long a buyer has to pay an order.
 	PaymentWindow time.Duration
+	// FeeBps is the platform's share of each payment, in basis points.
+	FeeBps int64
 }
 
 // Service runs the operations on sales and orders.
 type Service struct {
-	ledger Ledger
-	stock  Stock
-	audit  Auditor
-	cfg    Config
-	now    func() time.Time
+	ledger  Ledger
+	stock   Stock
+	wallets Wallets
+	audit   Auditor
+	cfg     Config
+	now     func() time.Time
 
 	// rows are sales' ledger rows for the shoppers' pages, a second old at
 	// most; rules their stock for the buy path's bot-defence settings.
@@ -79,9 +89,9 @@ type Service struct {
 }
 
 // New returns a Service on the clock now.
-func New(ledger Ledger, stock Stock, audit Auditor, cfg Config, now func() time.Time) *Service {
+func New(ledger Ledger, stock Stock, wallets Wallets, audit Auditor, cfg Config, now func() time.Time) *Service {
 	return &Service{
-		ledger: ledger, stock: stock, audit: audit, cfg: cfg, now: now,
+		ledger: ledger, stock: stock, wallets: wallets, audit: audit, cfg: cfg, now: now,
 		// A sale missing from the ledger is remembered too: a page asking
 		// for it again and again does not turn into a query per request.
 		rows: newCache(ledger.Sale, func(err error) bool { return errors.Is(err, seckill.ErrSaleNotFound) }, now),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
@@ -26,6 +27,12 @@ func RedisOptions(c configs.Config) rdb.Options {
 // InventoryConfig is the stock store's.
 func InventoryConfig(c configs.Config) inventory.Config {
 	return inventory.Config{Prefix: c.Redis.Prefix, Keep: c.Orders.Keep(), WaitReplicas: c.Redis.WaitReplicas, WaitTimeout: c.Redis.WaitTimeout}
+}
+
+// FundsConfig is the balances' store's.
+func FundsConfig(c configs.Config) funds.Config {
+	return funds.Config{Prefix: c.Redis.Prefix, Groups: c.Funds.Groups, WalletMax: c.Funds.WalletMax,
+		Replicas: rdb.Replicas{N: c.Redis.WaitReplicas, Timeout: c.Redis.WaitTimeout}}
 }
 
 // SessionsConfig is the shopper and admin sessions'.

@@ -42,7 +42,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	now := time.Now
 	sc := SessionsConfig(cfg)
 	log := audit.New(s.Ledger, now)
-	svc := sales.New(s.Ledger, s.Stock, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow}, now)
+	svc := sales.New(s.Ledger, s.Stock, s.Funds, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow, FeeBps: cfg.Funds.FeeBps}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Tickets.Key(cfg.Sessions.JWTSecret), room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)
 	shoppers := sessions.NewShoppers(s.Redis, sc, now)
 	id, accounts, err := s.identity(shoppers, now)

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/bus"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
@@ -40,6 +41,7 @@ type System struct {
 	Config configs.Config
 	Conns
 	Stock    *inventory.Store
+	Funds    *funds.Store
 	Ledger   *orders.Store
 	Registry *prometheus.Registry
 	Metrics  Metrics
@@ -61,9 +63,12 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	m := NewMetrics(registry)
 	icfg := InventoryConfig(cfg)
 	icfg.OnWaitTimeout = m.Process.WaitTimedOut
+	fcfg := FundsConfig(cfg)
+	fcfg.Replicas.OnTimeout = m.Process.WaitTimedOut
 	s := &System{
 		Config: cfg, Conns: c, Registry: registry, Metrics: m,
 		Stock:  inventory.New(c.Redis, icfg),
+		Funds:  funds.New(c.Redis, fcfg),
 		Ledger: orders.NewStore(c.DB),
 	}
 	registry.MustRegister(newLiveCollector(s))

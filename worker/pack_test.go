@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -17,7 +18,7 @@ func entry(i int, n ...int) inventory.OutboxEntry {
 		evs[j] = seckill.Event{OrderID: fmt.Sprintf("01JDQ000000000000000000%03d-7", k), SaleID: 7, UserID: fmt.Sprint("u", k),
 			Qty: 1, PriceCents: 100, RequestID: fmt.Sprintf("request-%04d", k), At: 1700000000000}
 	}
-	return inventory.OutboxEntry{ID: fmt.Sprintf("%d-0", i), Values: inventory.EncodeOutbox(evs)}
+	return inventory.OutboxEntry{Entry: rdb.Entry{ID: fmt.Sprintf("%d-0", i), Values: inventory.EncodeOutbox(evs)}}
 }
 
 func sum(n []int) (s int) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/tracing"
 	"github.com/seckill/seckill/inventory"
 )
@@ -30,7 +31,7 @@ type Outbox interface {
 	Parts(ctx context.Context, sale int64) ([]inventory.Part, error)
 	Durable(ctx context.Context, p inventory.Part) error
 	OutboxOldest(ctx context.Context, p inventory.Part) (time.Time, bool, error)
-	ReadOutbox(ctx context.Context, p inventory.Part, consumer string, what inventory.OutboxRead, n int, block time.Duration) ([]inventory.OutboxEntry, error)
+	ReadOutbox(ctx context.Context, p inventory.Part, consumer string, what rdb.OutboxRead, n int, block time.Duration) ([]inventory.OutboxEntry, error)
 	ClaimOutbox(ctx context.Context, p inventory.Part, consumer string, minIdle time.Duration, n int) ([]inventory.OutboxEntry, error)
 	AckOutbox(ctx context.Context, p inventory.Part, ids []string) error
 }
@@ -237,7 +238,7 @@ func (s *saleRelay) linger(ctx context.Context, entries []inventory.OutboxEntry)
 			break
 		}
 		sleep(ctx, min(left, time.Millisecond))
-		more, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxNew, s.cfg.Batch, -1)
+		more, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, rdb.OutboxNew, s.cfg.Batch, -1)
 		if err != nil {
 			// A reply lost may hold entries now pending here: the next
 			// read takes this relay's pending ones first.
@@ -278,7 +279,7 @@ func (s *saleRelay) drainStep(ctx context.Context, block bool) (int, error) {
 // ones.
 func (s *saleRelay) read(ctx context.Context, block bool) ([]inventory.OutboxEntry, error) {
 	if s.ownPending {
-		msgs, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxPending, s.cfg.Batch, 0)
+		msgs, err := s.outbox.ReadOutbox(ctx, s.part, s.consumer, rdb.OutboxPending, s.cfg.Batch, 0)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}
@@ -299,7 +300,7 @@ func (s *saleRelay) read(ctx context.Context, block bool) ([]inventory.OutboxEnt
 	if block {
 		wait = time.Second
 	}
-	return s.outbox.ReadOutbox(ctx, s.part, s.consumer, inventory.OutboxNew, s.cfg.Batch, wait)
+	return s.outbox.ReadOutbox(ctx, s.part, s.consumer, rdb.OutboxNew, s.cfg.Batch, wait)
 }
 
 // publish sends the events with publisher confirms, many in flight, and

@@ -41,7 +41,7 @@ type entry struct {
 // New returns an empty bus.
 func New() *Bus {
 	b := &Bus{
-		queues: map[string][]*entry{bus.Orders: nil, bus.Timeouts: nil, bus.Dead: nil},
+		queues: map[string][]*entry{bus.Orders: nil, bus.Timeouts: nil, bus.Funds: nil, bus.Dead: nil},
 		timers: map[*time.Timer]bool{},
 		subs:   map[*subscription]bool{},
 	}

@@ -71,7 +71,7 @@ func New(url, prefix, queueType string) *Bus {
 // name is the exchange and queue of a bus queue.
 func (b *Bus) name(queue string) (string, error) {
 	switch queue {
-	case bus.Orders, bus.Timeouts, bus.Dead:
+	case bus.Orders, bus.Timeouts, bus.Funds, bus.Dead:
 		return b.prefix + "." + queue, nil
 	}
 	return "", fmt.Errorf("%w: %q", bus.ErrUnknownQueue, queue)
@@ -144,7 +144,7 @@ func (b *Bus) declare(conn *amqp.Connection) error {
 		return fmt.Errorf("rabbitmq: declare: %w", err)
 	}
 	defer ch.Close()
-	for _, q := range []string{bus.Orders, bus.Timeouts, bus.Dead} {
+	for _, q := range []string{bus.Orders, bus.Timeouts, bus.Funds, bus.Dead} {
 		name, _ := b.name(q)
 		if err := ch.ExchangeDeclare(name, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
 			return fmt.Errorf("rabbitmq: declare exchange %s: %w", name, err)
@@ -532,7 +532,7 @@ func (b *Bus) DeleteAll(delays ...time.Duration) error {
 	}
 	b.mu.Unlock()
 	var errs []error
-	for _, q := range []string{bus.Orders, bus.Timeouts, bus.Dead} {
+	for _, q := range []string{bus.Orders, bus.Timeouts, bus.Funds, bus.Dead} {
 		name, _ := b.name(q)
 		if _, err := ch.QueueDelete(name, false, false, false); err != nil {
 			errs = append(errs, err)

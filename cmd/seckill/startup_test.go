@@ -105,7 +105,8 @@ func TestProductionRefusesGuests(t *testing.T) {
 func TestStartChecksRedisPersistence(t *testing.T) {
 	dsn := emptyDatabase(t)
 	env := append(baseEnv(t, dsn), "SECKILL_AUTO_MIGRATE=1")
-	prod := append(env, "SECKILL_ENV=production", "SECKILL_ALLOW_GUEST=true")
+	prod := append(env, "SECKILL_ENV=production", "SECKILL_ALLOW_GUEST=true",
+		"SECKILL_STRIPE_SECRET_KEY=sk_test_x", "SECKILL_STRIPE_WEBHOOK_SECRET=whsec_x")
 	out, running := startup(t, prod, "serve")
 	if running || !strings.Contains(out, "appendonly") {
 		t.Errorf("production on a volatile Redis: running=%v\n%s", running, out)

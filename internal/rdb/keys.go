@@ -112,3 +112,33 @@ func (k Keys) AdminSession(token string) string { return k.prefix + ":admin:sess
 // Connect login's state, a passkey ceremony's challenge), by its kind and
 // id.
 func (k Keys) SignIn(kind, id string) string { return k.prefix + ":signin:" + kind + ":" + id }
+
+// Funds returns the keys of funds group g: the balances of the accounts
+// hashed to it, the records of the movements decided on them, and its
+// outbox, all carrying the group's tag (one Cluster slot).
+func (k Keys) Funds(g int) FundsKeys {
+	return FundsKeys{base: k.prefix + ":funds:{" + strconv.Itoa(g) + "}"}
+}
+
+// FundsKeys names the keys of one funds group.
+type FundsKeys struct{ base string }
+
+// Balances maps each account of the group to its balance in cents.
+func (f FundsKeys) Balances() string { return f.base }
+
+// Movement is the record of a movement decided on an account of the
+// group ("ok|sum|balance", or "void" once cancelled before it was made),
+// kept for a while so a retry answers the first decision.
+func (f FundsKeys) Movement(id string) string { return f.base + ":m:" + id }
+
+// Followed is set once a movement's share of an account of the group is
+// applied (follow.lua).
+func (f FundsKeys) Followed(id, account string) string { return f.base + ":f:" + id + ":" + account }
+
+// Outbox is the stream of the movements decided on the group's accounts,
+// drained by the funds relay.
+func (f FundsKeys) Outbox() string { return f.base + ":outbox" }
+
+// Fence is a counter written only to learn when the replicas have every
+// write made to the group so far (Replicas.Fence).
+func (f FundsKeys) Fence() string { return f.base + ":fence" }

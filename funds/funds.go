@@ -1,0 +1,303 @@
+// Package funds keeps the balances of the funds ledger's accounts in
+// Redis, where money is decided under a flash crowd the way stock is: a
+// movement of money (seckill.Movement) is one atomic Lua call (funds.lua)
+// on the one account whose floor or ceiling it checks, its side: the
+// call checks the balance, moves it, records the movement's id (a retry
+// answers the first decision; a retry with another sum is refused) and
+// appends the movement to its group's outbox, from which the funds relay
+// carries it to the ledger. The movement's other accounts follow once the
+// ledger holds it (follow.lua), exactly once each.
+//
+// Accounts live in hashes of groups (funds_groups of them; an account's
+// group is a hash of its name), each group's keys under one hash tag, so
+// each call touches one Cluster slot. It is the one owner of these
+// records in Redis.
+package funds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/rdb"
+	"github.com/seckill/seckill/lua"
+)
+
+// Config is what a Store needs to know besides its Redis.
+type Config struct {
+	// Prefix starts every key (one deployment, one prefix).
+	Prefix string
+	// Groups is how many hashes the accounts are spread over; fixed once
+	// money is held (an account's group is a hash of its name modulo it).
+	Groups int
+	// WalletMax is the most a wallet may hold after a credit.
+	WalletMax int64
+	// Retention is how long a movement's record is kept: how long a retry
+	// of it answers the first decision, and a cancelled one stays
+	// cancelled.
+	Retention time.Duration
+	// Replicas must have each decision before it is answered (the
+	// durability fence), as for buys.
+	Replicas rdb.Replicas
+}
+
+// DefaultRetention keeps movement records a week.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// Store decides movements of money in Redis.
+type Store struct {
+	rdb      rdb.Client
+	keys     rdb.Keys
+	cfg      Config
+	appended chan int
+}
+
+// New returns a Store on c.
+func New(c rdb.Client, cfg Config) *Store {
+	if cfg.Groups < 1 {
+		cfg.Groups = 1
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	return &Store{rdb: c, keys: rdb.NewKeys(cfg.Prefix), cfg: cfg, appended: make(chan int, 1024)}
+}
+
+// The scripts, ready to Run.
+var (
+	fundsScript  = redis.NewScript(lua.Funds)
+	followScript = redis.NewScript(lua.Follow)
+)
+
+// failed wraps an error of Redis doing op, marked seckill.ErrUnavailable
+// when trying again may get past it.
+func failed(op string, err error) error {
+	if rdb.Transient(err) {
+		return fmt.Errorf("funds: %s: %w: %w", op, seckill.ErrUnavailable, err)
+	}
+	return fmt.Errorf("funds: %s: %w", op, err)
+}
+
+// Group is the group an account's balance lives in: the one place that
+// maps an account to its keys.
+func (s *Store) Group(a seckill.FundsAccount) int {
+	h := fnv.New32a()
+	h.Write([]byte(a))
+	return int(h.Sum32() % uint32(s.cfg.Groups))
+}
+
+// Groups is how many groups there are.
+func (s *Store) Groups() int { return s.cfg.Groups }
+
+// Appended tells, without blocking the callers, the groups this process
+// appended an entry to: the relay reads them at once rather than at its
+// next sweep. A full channel drops a notice; the sweep finds the entry.
+func (s *Store) Appended() <-chan int { return s.appended }
+
+func (s *Store) notify(g int) {
+	select {
+	case s.appended <- g:
+	default:
+	}
+}
+
+// ceiling is the most account a may hold after a credit (0: no bound).
+func (s *Store) ceiling(a seckill.FundsAccount) int64 {
+	if a.Kind() == seckill.KindWallet {
+		return s.cfg.WalletMax
+	}
+	return 0
+}
+
+// Move decides movement m on its side: the side's balance after, and
+// whether this call made it (false: a retry of one made before, answered
+// the same). Refusals change nothing and keep nothing, so the same id may
+// be tried again later: seckill.ErrInsufficientFunds (the side would go
+// below 0), seckill.ErrBalanceLimit (a wallet would hold more than
+// WalletMax), seckill.ErrOrderCancelled (m was cancelled before it was
+// made: it never will be). An id that made a movement of another sum is
+// refused as invalid.
+func (s *Store) Move(ctx context.Context, m seckill.Movement) (int64, bool, error) {
+	if err := m.Validate(); err != nil {
+		return 0, false, err
+	}
+	event, err := EncodeMovement(m)
+	if err != nil {
+		return 0, false, err
+	}
+	return s.run(ctx, "move", m.Side, m.ID, m.Delta(m.Side), m.Sum(), event, "", false)
+}
+
+// errMadeMeanwhile is funds.lua's answer to a cancel whose target was
+// made since the caller read its record: read it again.
+var errMadeMeanwhile = errors.New("funds: the movement to cancel was made meanwhile")
+
+// Cancel undoes the movement of id target, decided on side, at: if it was
+// made, its exact reversal (seckill.Reverse) is made, once; if it was
+// never made, it is recorded that it never will be (a later Move of it
+// answers seckill.ErrOrderCancelled) and nothing moves. made says whether
+// this call made the reversal. A cancel racing a late movement resolves
+// in one atomic step to made-and-reversed or never-made, never both and
+// never neither (dtm's barrier for a compensation that comes first).
+func (s *Store) Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error) {
+	k := s.keys.Funds(s.Group(side))
+	for range 3 {
+		rec, err := s.rdb.Get(ctx, k.Movement(target)).Result()
+		if err != nil && err != redis.Nil {
+			return false, failed("read "+target, err)
+		}
+		r := seckill.Reverse(seckill.Movement{ID: target, Side: side}, at)
+		seen, event := false, ""
+		if _, made, ok := recordEvent(rec); ok {
+			m, err := DecodeMovement(made)
+			if err != nil {
+				return false, err
+			}
+			r, seen = seckill.Reverse(m, at), true
+			if event, err = EncodeMovement(r); err != nil {
+				return false, err
+			}
+		}
+		_, did, err := s.run(ctx, "cancel", side, r.ID, r.Delta(side), r.Sum(), event, target, seen)
+		if errors.Is(err, errMadeMeanwhile) {
+			continue
+		}
+		return did, err
+	}
+	return false, fmt.Errorf("funds: cancel %s: %w: it keeps changing", target, seckill.ErrUnavailable)
+}
+
+// recordEvent reads a movement record "ok|sum|balance|event".
+func recordEvent(rec string) (sum, event string, ok bool) {
+	f := strings.SplitN(rec, "|", 4)
+	if len(f) != 4 || f[0] != "ok" {
+		return "", "", false
+	}
+	return f[1], f[3], true
+}
+
+// run runs funds.lua.
+func (s *Store) run(ctx context.Context, mode string, side seckill.FundsAccount, id string, delta, sum int64, event, target string,
+	seen bool) (int64, bool, error) {
+	g := s.Group(side)
+	k := s.keys.Funds(g)
+	keys := []string{k.Balances(), k.Movement(id), k.Outbox()}
+	if mode == "cancel" {
+		keys = append(keys, k.Movement(target))
+	}
+	floor := "0"
+	if side.Floored() {
+		floor = "1"
+	}
+	reply, err := s.cfg.Replicas.Run(ctx, s.rdb, fundsScript, keys, mode, string(side), delta, floor,
+		s.ceiling(side), sum, event, int64(s.cfg.Retention/time.Second), flag(seen))
+	if err != nil {
+		return 0, false, failed(fmt.Sprintf("%s %s", mode, id), err)
+	}
+	text, err := reply.Text()
+	if err != nil {
+		return 0, false, failed(fmt.Sprintf("%s %s", mode, id), err)
+	}
+	code, balance, made, err := decodeReply(text)
+	if err != nil {
+		return 0, false, err
+	}
+	if made {
+		s.notify(g)
+	}
+	switch code {
+	case seckill.CodeOK:
+		return balance, made, nil
+	case seckill.CodeInvalid:
+		return balance, false, seckill.Errorf(seckill.CodeInvalid, "This request id was used for another amount.")
+	case seckill.CodeUnavailable:
+		return balance, false, errMadeMeanwhile
+	}
+	return balance, false, fmt.Errorf("funds: %s %s: %w", mode, id, code.Err())
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Follow applies movement m's share to each of its accounts but its side,
+// once the ledger holds it: exactly once per account, however often it is
+// called.
+func (s *Store) Follow(ctx context.Context, m seckill.Movement) error {
+	for _, a := range m.Accounts()[1:] {
+		k := s.keys.Funds(s.Group(a))
+		_, err := followScript.Run(ctx, s.rdb, []string{k.Balances(), k.Followed(m.ID, string(a))},
+			string(a), m.Delta(a), int64(s.cfg.Retention/time.Second)).Text()
+		if err != nil {
+			return failed(fmt.Sprintf("follow %s on %s", m.ID, a), err)
+		}
+	}
+	return nil
+}
+
+// Balance reads an account's balance (0 for one that never held money).
+func (s *Store) Balance(ctx context.Context, a seckill.FundsAccount) (int64, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Funds(s.Group(a)).Balances(), string(a)).Result()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, failed("balance of "+string(a), err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: balance %q of %s", errFormat, v, a)
+	}
+	return n, nil
+}
+
+// Balances reads every account's balance: one pipelined read of every
+// group, O(accounts), for the reconciler.
+func (s *Store) Balances(ctx context.Context) (map[seckill.FundsAccount]int64, error) {
+	cmds := make([]*redis.MapStringStringCmd, s.cfg.Groups)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for g := range cmds {
+			cmds[g] = p.HGetAll(ctx, s.keys.Funds(g).Balances())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, failed("read the balances", err)
+	}
+	out := map[seckill.FundsAccount]int64{}
+	for _, c := range cmds {
+		for a, v := range c.Val() {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: balance %q of %s", errFormat, v, a)
+			}
+			out[seckill.FundsAccount(a)] = n
+		}
+	}
+	return out, nil
+}
+
+// SetBalances writes balances as they are (the reconciler's repair: the
+// ledger's sums after Redis lost its data), each account in its group.
+func (s *Store) SetBalances(ctx context.Context, balances map[seckill.FundsAccount]int64) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for a, n := range balances {
+			p.HSet(ctx, s.keys.Funds(s.Group(a)).Balances(), string(a), n)
+		}
+		return nil
+	})
+	if err != nil {
+		return failed("write the balances", err)
+	}
+	return nil
+}

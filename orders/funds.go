@@ -1,0 +1,194 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/seckill/seckill"
+)
+
+// The funds ledger: transfers, each debiting one account and crediting
+// another, appended and never changed. An account's balance is the sum of
+// its entries, credits less debits.
+
+// transferRow is a row of the transfers table.
+type transferRow struct {
+	Seq        int64     `db:"seq"`
+	ID         string    `db:"id"`
+	MovementID string    `db:"movement_id"`
+	Kind       string    `db:"kind"`
+	Amount     int64     `db:"amount_cents"`
+	Debit      string    `db:"debit"`
+	Credit     string    `db:"credit"`
+	OrderID    *string   `db:"order_id"`
+	TopupID    *string   `db:"topup_id"`
+	PayoutID   *string   `db:"payout_id"`
+	At         time.Time `db:"at"`
+}
+
+func (r transferRow) transfer() seckill.Transfer {
+	return seckill.Transfer{ID: r.ID, At: r.At, Kind: seckill.TransferKind(r.Kind), Amount: r.Amount,
+		Debit: seckill.FundsAccount(r.Debit), Credit: seckill.FundsAccount(r.Credit),
+		OrderID: deref(r.OrderID), TopupID: deref(r.TopupID), PayoutID: deref(r.PayoutID)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+const (
+	transferColumns     = `seq, id, movement_id, kind, amount_cents, debit, credit, order_id, topup_id, payout_id, at`
+	insertTransfersHead = `INSERT INTO transfers (id, movement_id, kind, amount_cents, debit, credit, order_id, topup_id, payout_id, at, persisted_at) VALUES `
+)
+
+// InsertMovements writes the transfers of movements with multi-row
+// INSERTs, in one transaction (ctx's, if it has one). Transfers already
+// present are left as they are, so a redelivered movement is a no-op.
+func (s *Store) InsertMovements(ctx context.Context, ms []seckill.Movement, now time.Time) error {
+	type row struct {
+		movement string
+		t        seckill.Transfer
+	}
+	var rows []row
+	for _, m := range ms {
+		for _, t := range m.Transfers {
+			rows = append(rows, row{m.ID, t})
+		}
+	}
+	return s.InTx(ctx, func(ctx context.Context) error {
+		for len(rows) > 0 {
+			n := min(len(rows), maxRowsPerInsert)
+			chunk := rows[:n]
+			rows = rows[n:]
+			var b strings.Builder
+			args := make([]any, 0, 11*n)
+			b.WriteString(insertTransfersHead)
+			for i, r := range chunk {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+				t := r.t
+				args = append(args, t.ID, r.movement, t.Kind, t.Amount, t.Debit, t.Credit, orNull(t.OrderID), orNull(t.TopupID),
+					orNull(t.PayoutID), t.At.UTC(), now.UTC())
+			}
+			b.WriteString(s.dialect.skipDuplicates)
+			if _, err := s.q(ctx).ExecContext(ctx, b.String(), args...); err != nil {
+				return failed(fmt.Sprintf("insert %d transfers", n), err)
+			}
+		}
+		return nil
+	})
+}
+
+const (
+	selectCredits = `SELECT credit AS account, COALESCE(SUM(amount_cents), 0) AS cents FROM transfers GROUP BY credit`
+	selectDebits  = `SELECT debit AS account, COALESCE(SUM(amount_cents), 0) AS cents FROM transfers GROUP BY debit`
+)
+
+// FundsBalances sums every account's entries, credits less debits: what
+// each account holds by the ledger (O(transfers), for the reconciler).
+func (s *Store) FundsBalances(ctx context.Context) (map[seckill.FundsAccount]int64, error) {
+	out := map[seckill.FundsAccount]int64{}
+	for _, side := range []struct {
+		q    string
+		sign int64
+	}{{selectCredits, 1}, {selectDebits, -1}} {
+		var rows []struct {
+			Account string `db:"account"`
+			Cents   int64  `db:"cents"`
+		}
+		if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, side.q); err != nil {
+			return nil, failed("sum the accounts", err)
+		}
+		for _, r := range rows {
+			out[seckill.FundsAccount(r.Account)] += side.sign * r.Cents
+		}
+	}
+	return out, nil
+}
+
+const selectAccountSums = `SELECT
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE credit = ?) -
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE debit = ?)`
+
+// FundsBalance is one account's balance by the ledger.
+func (s *Store) FundsBalance(ctx context.Context, a seckill.FundsAccount) (int64, error) {
+	var n int64
+	if err := sqlx.GetContext(ctx, s.q(ctx), &n, selectAccountSums, a, a); err != nil {
+		return 0, failed("balance of "+string(a), err)
+	}
+	return n, nil
+}
+
+const (
+	selectStatement = `SELECT ` + transferColumns + ` FROM transfers WHERE (debit = ? OR credit = ?) AND seq < ? ORDER BY seq DESC LIMIT ?`
+	selectSeq       = `SELECT seq FROM transfers WHERE id = ?`
+	selectAfter     = `SELECT
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE credit = ? AND seq > ?) -
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE debit = ? AND seq > ?)`
+)
+
+// Statement lists the transfers of account a, newest first, at most limit,
+// before the transfer of id before ("" for the newest), each with the
+// balance a had right after it.
+func (s *Store) Statement(ctx context.Context, a seckill.FundsAccount, before string, limit int) ([]seckill.StatementLine, error) {
+	var lines []seckill.StatementLine
+	err := s.InTx(ctx, func(ctx context.Context) error { // one snapshot: the balances agree with the rows
+		from := int64(1) << 62
+		if before != "" {
+			if err := sqlx.GetContext(ctx, s.q(ctx), &from, selectSeq, before); err != nil {
+				return seckill.Errorf(seckill.CodeInvalid, "No transfer %q to list before.", before)
+			}
+		}
+		var rows []transferRow
+		if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectStatement, a, a, from, limit); err != nil {
+			return failed("statement of "+string(a), err)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		total, err := s.FundsBalance(ctx, a)
+		if err != nil {
+			return err
+		}
+		var later int64 // what moved after the newest row listed
+		if err := sqlx.GetContext(ctx, s.q(ctx), &later, selectAfter, a, rows[0].Seq, a, rows[0].Seq); err != nil {
+			return failed("statement of "+string(a), err)
+		}
+		bal := total - later
+		for _, r := range rows {
+			t := r.transfer()
+			lines = append(lines, seckill.StatementLine{Transfer: t, Seq: r.Seq, BalanceAfter: bal})
+			if t.Credit == a {
+				bal -= t.Amount
+			} else {
+				bal += t.Amount
+			}
+		}
+		return nil
+	})
+	return lines, err
+}
+
+const selectOrderTransfers = `SELECT ` + transferColumns + ` FROM transfers WHERE order_id = ? ORDER BY seq`
+
+// OrderTransfers lists the transfers of an order (its charge, its fee, a
+// refund, a void), oldest first.
+func (s *Store) OrderTransfers(ctx context.Context, order string) ([]seckill.Transfer, error) {
+	return all(ctx, s, transferRow.transfer, "transfers of order "+order, selectOrderTransfers, order)
+}
