@@ -65,6 +65,8 @@ const (
 	AuditMerchantOn  = "merchant.enable"
 	AuditTOTPEnrol   = "totp.enrol"
 	AuditTOTPReset   = "totp.reset"
+	// AuditWalletCredit is the operator's goodwill credit to a wallet.
+	AuditWalletCredit = "wallet.credit"
 )
 
 // AuditSaleAction is the action of pausing, resuming or ending a sale.

@@ -112,6 +112,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"POST /admin/api/merchants/{id}/totp/reset": {operatorOnly: true},
 		"POST /admin/api/me/totp":                   {merchantOnly: true},
 		"POST /admin/api/me/totp/confirm":           {merchantOnly: true, body: map[string]any{"code": "000000"}},
+		"GET /admin/api/balance":                    {},
+		"GET /admin/api/transfers":                  {},
+		"POST /admin/api/wallets/{user_id}/credit":  {operatorOnly: true, body: map[string]any{"amount_cents": 100, "reason": "goodwill", "request_id": "matrix-credit"}},
 	}
 	param := regexp.MustCompile(`[:*](\w+)`)
 	rows["GET /metrics"] = row{operatorOnly: true}
@@ -139,6 +142,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 				path = strings.Replace(path, ":id", fmt.Sprint(sale), 1)
 			}
 			path = strings.Replace(path, ":id", fmt.Sprint(p.target), 1) // a merchant route
+			path = strings.Replace(path, ":user_id", "u_matrix", 1)      // a wallet
 			before := ""
 			if sale > 0 {
 				before = snapshot(t, st, sale)

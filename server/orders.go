@@ -34,13 +34,15 @@ type orderJSON struct {
 	ExpiresAt   time.Time           `json:"expires_at"`
 	PaidAt      *time.Time          `json:"paid_at,omitempty"`
 	CancelledAt *time.Time          `json:"cancelled_at,omitempty"`
+	ChargeID    string              `json:"charge_id,omitempty"`
+	RefundedAt  *time.Time          `json:"refunded_at,omitempty"`
 }
 
 func orderView(o seckill.Order) orderJSON {
 	return orderJSON{
 		OrderID: o.ID, SaleID: o.SaleID, UserID: o.UserID, Qty: o.Qty, AmountCents: o.AmountCents,
 		Status: o.Status, Persisted: !o.PersistedAt.IsZero(), CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC(),
-		PaidAt: utc(o.PaidAt), CancelledAt: utc(o.CancelledAt),
+		PaidAt: utc(o.PaidAt), CancelledAt: utc(o.CancelledAt), ChargeID: o.ChargeID, RefundedAt: utc(o.RefundedAt),
 	}
 }
 

@@ -98,6 +98,8 @@ type Deps struct {
 	Merchants Merchants
 	// Audit reads the audit log.
 	Audit AuditLog
+	// Payments are the wallets, statements and credits.
+	Payments Payments
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -206,6 +208,8 @@ func (s *Server) routes() error {
 	api.GET("/orders", s.requireUser, s.listOrders)
 	api.GET("/orders/:id", s.requireUser, s.getOrder)
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)
+	api.GET("/wallet", s.requireUser, s.wallet)
+	api.GET("/wallet/transfers", s.requireUser, s.walletTransfers)
 	s.api = api
 	s.identityRoutes(e, api)
 
@@ -225,6 +229,9 @@ func (s *Server) routes() error {
 	authed.GET("/sales/:id/stats", s.saleStats)
 	authed.GET("/sales/:id/history", s.saleHistory)
 	authed.GET("/audit", s.auditLog)
+	authed.GET("/balance", s.accountBalance)
+	authed.GET("/transfers", s.accountTransfers)
+	authed.POST("/wallets/:user_id/credit", s.creditWallet)
 	authed.POST("/merchants", s.createMerchant)
 	authed.GET("/merchants", s.listMerchants)
 	authed.POST("/merchants/:id/disable", s.setMerchantDisabled(true))

@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/worker"
@@ -33,6 +34,11 @@ func InventoryConfig(c configs.Config) inventory.Config {
 func FundsConfig(c configs.Config) funds.Config {
 	return funds.Config{Prefix: c.Redis.Prefix, Groups: c.Funds.Groups, WalletMax: c.Funds.WalletMax,
 		Replicas: rdb.Replicas{N: c.Redis.WaitReplicas, Timeout: c.Redis.WaitTimeout}}
+}
+
+// PaymentsConfig is the payments service's.
+func PaymentsConfig(c configs.Config) payments.Config {
+	return payments.Config{Currency: c.Funds.Currency, WalletMax: c.Funds.WalletMax, TopupMax: c.Funds.TopupMax}
 }
 
 // SessionsConfig is the shopper and admin sessions'.

@@ -13,6 +13,7 @@ import (
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/merchants"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
@@ -54,6 +55,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
 		Shoppers: shoppers, Admins: admins, Audit: log,
+		Payments: payments.New(s.Funds, s.Ledger, log, PaymentsConfig(cfg), now),
 		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if s.Bus != nil {
@@ -160,7 +162,7 @@ func (s *System) OrderConsumer() *worker.OrderConsumer {
 // TimeoutConsumer builds the consumer that cancels orders unpaid at the
 // end of their payment window.
 func (s *System) TimeoutConsumer() *worker.TimeoutConsumer {
-	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Metrics.Timeouts, s.Metrics.Consumers, TimeoutConsumerConfig(s.Config))
+	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Funds, s.Metrics.Timeouts, s.Metrics.Consumers, TimeoutConsumerConfig(s.Config))
 }
 
 // RunConsumers runs the order consumer, the timeout consumer and the

@@ -329,7 +329,13 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	}
 	bob.screenshot(dir, "sale-sold-out.png")
 
-	// Alice pays; her orders page says so.
+	// Alice pays from her wallet (funded for it); her orders page says so.
+	aliceID, err := chromedp.Run(alice.ctx, chromedp.Evaluate[string](`fetch("/api/session").then(r => r.json()).then(j => j.user_id)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Fund(t, aliceID, 2*4999)
 	alice.do("pay", chromedp.Click(chromedp.CSS("#pay")))
 	alice.waitJS("paid", `document.querySelector("#result-title")?.textContent.startsWith("Paid")`, 10*time.Second)
 	alice.do("orders", chromedp.Navigate(site.URL+"/#/orders"), chromedp.WaitVisible(chromedp.CSS("[data-order]")))

@@ -107,7 +107,7 @@ func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 func (p *pipeline) consumers(t *testing.T, b bus.Bus, ledger *orders.Store) {
 	m := p.metrics
 	run(t, worker.NewOrderConsumer(b, ledger, m.Orders, m.Consumers, system.OrderConsumerConfig(p.Config)).Run)
-	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, m.Timeouts, m.Consumers, system.TimeoutConsumerConfig(p.Config)).Run)
+	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, p.Funds, m.Timeouts, m.Consumers, system.TimeoutConsumerConfig(p.Config)).Run)
 }
 
 // startAll runs a relay and the consumers on the pipeline's own broker.

@@ -23,6 +23,13 @@ type TimeoutLedger interface {
 	Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error)
 }
 
+// Voider undoes the charge of an order that was cancelled, not paid, if
+// one was made (a payment that charged the wallet and died before its
+// commit), and makes sure none will be (funds.Store).
+type Voider interface {
+	Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
+}
+
 // Releaser returns a cancelled order's units to its sale, exactly once
 // (inventory.Store).
 type Releaser interface {
@@ -49,6 +56,7 @@ type TimeoutConsumer struct {
 	consumer
 	ledger  TimeoutLedger
 	stock   Releaser
+	wallets Voider
 	cfg     TimeoutConfig
 	metrics *TimeoutMetrics
 	now     func() time.Time
@@ -57,14 +65,14 @@ type TimeoutConsumer struct {
 // NewTimeoutConsumer returns a TimeoutConsumer of b's timeouts queue, its
 // series in m and those it shares with the other consumers in shared;
 // Run starts it.
-func NewTimeoutConsumer(b Subscriber, ledger TimeoutLedger, stock Releaser, m *TimeoutMetrics, shared *ConsumerMetrics,
+func NewTimeoutConsumer(b Subscriber, ledger TimeoutLedger, stock Releaser, wallets Voider, m *TimeoutMetrics, shared *ConsumerMetrics,
 	cfg TimeoutConfig) *TimeoutConsumer {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
 	}
 	return &TimeoutConsumer{
 		consumer: newConsumer(b, bus.Timeouts, 4*cfg.Workers, cfg.Grace, m.deadLettered, shared),
-		ledger:   ledger, stock: stock, cfg: cfg, metrics: m, now: time.Now,
+		ledger:   ledger, stock: stock, wallets: wallets, cfg: cfg, metrics: m, now: time.Now,
 	}
 }
 
@@ -115,9 +123,26 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 	case o.Status == seckill.OrderPaid:
 		return nil
 	}
-	// Cancelled, now or by an earlier delivery: release is idempotent, so a
-	// crash between the ledger commit and here loses nothing.
+	// Cancelled, now or by an earlier delivery: the void and the release
+	// are idempotent, so a crash between the ledger commit and here loses
+	// nothing. The void first: a payment that charged the wallet and died
+	// before its commit is undone, and one still to come can no longer
+	// charge (funds.Store.Cancel).
 	bo := newBackoff()
+	for o.AmountCents > 0 {
+		voided, err := tc.wallets.Cancel(ctx, seckill.WalletOf(o.UserID), seckill.ChargeID(o.ID), tc.now())
+		if err == nil {
+			if voided {
+				tc.metrics.voided.Inc()
+			}
+			break
+		}
+		slog.Warn("worker: voiding a charge failed, retrying", "order", o.ID, "err", err, "in", bo.peek())
+		if err := bo.wait(ctx); err != nil {
+			return err
+		}
+	}
+	bo.reset()
 	for {
 		_, released, err := tc.stock.Release(ctx, o.SaleID, o.ID, o.UserID, o.Qty)
 		if err == nil || errors.Is(err, seckill.ErrSaleNotFound) {
@@ -136,6 +161,7 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 // TimeoutMetrics are the timeout consumer's Prometheus series.
 type TimeoutMetrics struct {
 	cancelled    prometheus.Counter
+	voided       prometheus.Counter
 	deadLettered prometheus.Counter // of the timeouts queue
 }
 
@@ -145,9 +171,12 @@ func NewTimeoutMetrics(reg prometheus.Registerer) *TimeoutMetrics {
 		cancelled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
 		}),
+		voided: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_funds_charges_voided_total", Help: "Charges of orders cancelled unpaid that were undone (a payment that charged the wallet and died before its commit).",
+		}),
 		deadLettered: deadLettered(bus.Timeouts),
 	}
-	reg.MustRegister(m.cancelled, m.deadLettered)
+	reg.MustRegister(m.cancelled, m.voided, m.deadLettered)
 	return m
 }
 

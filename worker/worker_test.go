@@ -280,6 +280,9 @@ func testPaymentTimeout(t *testing.T, p *pipeline) {
 	if status, _ := buyOnce(t, h, sale.ID, "late-user", 1, "late-request"); status != http.StatusConflict {
 		t.Fatalf("buy of a sold-out sale: %d", status)
 	}
+	for _, b := range accepted {
+		p.Fund(t, b.User, 700)
+	}
 	paid := map[string]bool{}
 	for _, b := range accepted[:4] {
 		if status, body := pay(t, h, b); status != http.StatusOK {
@@ -305,6 +308,14 @@ func testPaymentTimeout(t *testing.T, p *pipeline) {
 		if o.Status != want {
 			t.Errorf("order %s is %s, want %s", o.ID, o.Status, want)
 		}
+		// Paid and charged, or cancelled and uncharged.
+		wantBalance := int64(700)
+		if paid[b.OrderID] {
+			wantBalance = 0
+		}
+		if bal, err := p.Funds.Balance(ctx, seckill.WalletOf(b.User)); err != nil || bal != wantBalance {
+			t.Errorf("%s's wallet holds %d (%v), want %d", b.User, bal, err, wantBalance)
+		}
 		if !paid[b.OrderID] {
 			if status, body := pay(t, h, b); status != http.StatusConflict || !strings.Contains(body, "order_cancelled") {
 				t.Errorf("paying cancelled order %s: %d %s", b.OrderID, status, body)
@@ -323,14 +334,18 @@ func testPaymentTimeout(t *testing.T, p *pipeline) {
 		t.Errorf("cancel movements sum to %d, want 6", cancelMoves)
 	}
 	for _, b := range again {
-		pay(t, h, b)
+		p.Fund(t, b.User, 700)
+		if status, body := pay(t, h, b); status != http.StatusOK {
+			t.Errorf("pay %s: %d %s", b.OrderID, status, body)
+		}
 	}
 	p.checkReconciles(t, sale.ID)
 }
 
 // TestPayRacesTimeout pays orders right around the end of their window,
-// many times: each order ends paid or cancelled, never both, and the
-// answer the buyer got matches.
+// many times: each order ends paid and charged, or cancelled and
+// uncharged, never both and never neither, and the answer the buyer got
+// matches.
 func TestPayRacesTimeout(t *testing.T) {
 	eachBus(t, []string{"SECKILL_PAYMENT_WINDOW=1s"}, testPayRacesTimeout)
 }
@@ -343,6 +358,9 @@ func testPayRacesTimeout(t *testing.T, p *pipeline) {
 	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: n, Limit: 1, PriceCents: 100})
 	accepted := p.buy(t, sale, n, n, "race")
 	p.waitPersisted(t, sale.ID, n, 20*time.Second)
+	for _, b := range accepted {
+		p.Fund(t, b.User, 100)
+	}
 
 	answers := make([]int, len(accepted))
 	var wg sync.WaitGroup
@@ -369,12 +387,17 @@ func testPayRacesTimeout(t *testing.T, p *pipeline) {
 	for i, b := range accepted {
 		o, _ := p.Ledger.Order(ctx, b.OrderID)
 		counts[o.Status]++
+		bal, err := p.Funds.Balance(ctx, seckill.WalletOf(b.User))
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
-		case answers[i] == http.StatusOK && o.Status == seckill.OrderPaid && o.CancelledAt == nil:
+		case answers[i] == http.StatusOK && o.Status == seckill.OrderPaid && o.CancelledAt == nil && bal == 0:
 			paidUnits += o.Qty
-		case answers[i] == http.StatusConflict && o.Status == seckill.OrderCancelled && o.PaidAt == nil:
+		case answers[i] == http.StatusConflict && o.Status == seckill.OrderCancelled && o.PaidAt == nil && bal == 100:
 		default:
-			t.Errorf("order %s: pay answered %d, order is %s (paid_at %v, cancelled_at %v)", o.ID, answers[i], o.Status, o.PaidAt, o.CancelledAt)
+			t.Errorf("order %s: pay answered %d, order is %s (paid_at %v, cancelled_at %v), wallet %d", o.ID, answers[i],
+				o.Status, o.PaidAt, o.CancelledAt, bal)
 		}
 	}
 	t.Logf("around the deadline: %v", counts)

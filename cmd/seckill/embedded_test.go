@@ -125,6 +125,10 @@ func TestEmbeddedSurvivesRestart(t *testing.T) {
 	for oid, u := range orders {
 		if u == "bob" {
 			paid = oid
+			if status, ans := c.do(t, "POST", "/admin/api/wallets/"+u+"/credit", servertest.AdminToken,
+				map[string]any{"amount_cents": 250, "reason": "to pay", "request_id": "embedded-credit"}); status != 201 {
+				t.Fatalf("credit: %d %v", status, ans)
+			}
 			if status, ans := c.do(t, "POST", "/api/orders/"+oid+"/pay", servertest.Token(t, u), nil); status != 200 || ans["status"] != "paid" {
 				t.Fatalf("pay: %d %v", status, ans)
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
@@ -64,6 +65,7 @@ type Env struct {
 	Redis     redis.UniversalClient
 	Keys      rdb.Keys
 	Inventory *inventory.Store
+	Funds     *funds.Store
 	DB        *sqlx.DB
 	Ledger    *orders.Store
 }
@@ -121,7 +123,7 @@ func New(t testing.TB, overrides ...string) *Env {
 	cfg := Config(t, overrides...)
 	e := &Env{Config: cfg, Redis: Redis(t, cfg), DB: MySQL(t, cfg)}
 	sys := e.System(prometheus.NewRegistry())
-	e.Inventory, e.Ledger = sys.Stock, sys.Ledger
+	e.Inventory, e.Funds, e.Ledger = sys.Stock, sys.Funds, sys.Ledger
 	e.Keys = e.Inventory.Keys()
 	return e
 }
@@ -499,4 +501,15 @@ func DialWS(t testing.TB, base string, sale int64, header http.Header) (*websock
 		t.Cleanup(func() { c.Close() })
 	}
 	return c, res, err
+}
+
+// Fund credits cents to user's wallet, as the operator's goodwill would,
+// so the user can pay; the ledger gets the credit through the funds
+// pipeline when one runs.
+func (e *Env) Fund(t testing.TB, user string, cents int64) {
+	t.Helper()
+	m := seckill.CreditMovement(user, "fund-"+Unique(), cents, time.Now())
+	if _, _, err := e.Funds.Move(context.Background(), m); err != nil {
+		t.Fatalf("servertest: fund %s: %v", user, err)
+	}
 }

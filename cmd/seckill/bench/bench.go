@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
 	"github.com/seckill/seckill/configs"
+	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
@@ -165,6 +166,7 @@ type Env struct {
 	Redis  *redis.Client
 	DB     *sqlx.DB
 	Inv    *inventory.Store
+	Funds  *funds.Store
 	Ledger *orders.Store
 	Broker *rabbitmq.Bus
 	dbName string
@@ -206,7 +208,7 @@ func newEnv(ctx context.Context, base configs.Config) (*Env, error) {
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}
 	sys := system.New(cfg, e.conns(), nil)
-	e.Inv, e.Ledger = sys.Stock, sys.Ledger
+	e.Inv, e.Funds, e.Ledger = sys.Stock, sys.Funds, sys.Ledger
 	return e, nil
 }
 

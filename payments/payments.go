@@ -1,0 +1,194 @@
+// Package payments is the application of money: a shopper's wallet and
+// its statement, the operator's goodwill credits, the merchants' and the
+// platform's balances and statements (and, as they come, top-ups through
+// the payment provider, refunds and payouts). Money is decided in Redis
+// (package funds: one atomic step per movement on the account it checks)
+// and kept for good in the ledger's transfers (package orders), which the
+// funds relay and consumer fill; this package says who may move what.
+// Paying an order is package sales' (the order's row and its charge go
+// together).
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Wallets are the balances in Redis (funds.Store).
+type Wallets interface {
+	Move(ctx context.Context, m seckill.Movement) (int64, bool, error)
+	Balance(ctx context.Context, a seckill.FundsAccount) (int64, error)
+}
+
+// Ledger is the funds ledger (orders.Store): an account's statement, and
+// the transaction an audited change runs in.
+type Ledger interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+	Statement(ctx context.Context, a seckill.FundsAccount, before string, limit int) ([]seckill.StatementLine, error)
+}
+
+// Auditor records a change in the audit log (audit.Service).
+type Auditor interface {
+	Record(ctx context.Context, e seckill.AuditEntry) error
+}
+
+// Config is what the service needs to know.
+type Config struct {
+	// Currency is the ISO 4217 code of every amount.
+	Currency string
+	// WalletMax bounds a wallet; TopupMax one top-up.
+	WalletMax, TopupMax int64
+}
+
+// Service runs the operations on money.
+type Service struct {
+	wallets Wallets
+	ledger  Ledger
+	audit   Auditor
+	cfg     Config
+	now     func() time.Time
+}
+
+// New returns a Service on the clock now.
+func New(wallets Wallets, ledger Ledger, audit Auditor, cfg Config, now func() time.Time) *Service {
+	return &Service{wallets: wallets, ledger: ledger, audit: audit, cfg: cfg, now: now}
+}
+
+// Balance is an account's money as its owner sees it.
+type Balance struct {
+	Account  seckill.FundsAccount
+	Cents    int64
+	Held     int64
+	Currency string
+}
+
+// Wallet is a shopper's balance now (0 for one that never held money).
+func (s *Service) Wallet(ctx context.Context, user string) (Balance, error) {
+	return s.balance(ctx, seckill.WalletOf(user))
+}
+
+func (s *Service) balance(ctx context.Context, a seckill.FundsAccount) (Balance, error) {
+	n, err := s.wallets.Balance(ctx, a)
+	if err != nil {
+		return Balance{}, err
+	}
+	return Balance{Account: a, Cents: n, Currency: s.cfg.Currency}, nil
+}
+
+// The lines one statement page holds: at most, and when none is asked.
+const (
+	MaxPage     = 200
+	DefaultPage = 50
+)
+
+// Transfers is a page of a shopper's statement, newest first.
+func (s *Service) Transfers(ctx context.Context, user, before string, limit int) ([]seckill.StatementLine, error) {
+	return s.statement(ctx, seckill.WalletOf(user), before, limit)
+}
+
+func (s *Service) statement(ctx context.Context, a seckill.FundsAccount, before string, limit int) ([]seckill.StatementLine, error) {
+	if limit <= 0 {
+		limit = DefaultPage
+	}
+	return s.ledger.Statement(ctx, a, before, min(limit, MaxPage))
+}
+
+// adminAccount is the account an admin reads: a merchant its own; the
+// operator a merchant's (merchant > 0) or the platform's.
+func adminAccount(ctx context.Context, merchant int64) (seckill.FundsAccount, error) {
+	a := seckill.ActorOf(ctx)
+	switch {
+	case a.Role == seckill.RoleMerchant && (merchant == 0 || merchant == a.MerchantID):
+		return seckill.MerchantAccountOf(a.MerchantID), nil
+	case a.Role == seckill.RoleMerchant:
+		return "", seckill.Errorf(seckill.CodeForbidden, "A merchant sees its own balance only.")
+	case a.Role == seckill.RoleOperator || a.Role == seckill.RoleSystem:
+		return seckill.MerchantAccountOf(merchant), nil
+	}
+	return "", seckill.ErrForbidden
+}
+
+// AccountBalance is an admin's view of a balance: a merchant's own, or
+// for the operator a merchant's (merchant > 0) or the platform's.
+func (s *Service) AccountBalance(ctx context.Context, merchant int64) (Balance, error) {
+	a, err := adminAccount(ctx, merchant)
+	if err != nil {
+		return Balance{}, err
+	}
+	return s.balance(ctx, a)
+}
+
+// AccountStatement is a page of the statement AccountBalance's account.
+func (s *Service) AccountStatement(ctx context.Context, merchant int64, before string, limit int) ([]seckill.StatementLine, error) {
+	a, err := adminAccount(ctx, merchant)
+	if err != nil {
+		return nil, err
+	}
+	return s.statement(ctx, a, before, limit)
+}
+
+// errOperatorOnly refuses a goodwill credit to anyone but the operator.
+var errOperatorOnly = seckill.Errorf(seckill.CodeForbidden, "Only the operator credits wallets.")
+
+// Credit is the operator's goodwill: amount from the platform's account
+// to user's wallet, once per request id (a retry answers the same; the
+// same id for another amount is refused), recorded in the audit log.
+func (s *Service) Credit(ctx context.Context, user, requestID, reason string, amount int64) (seckill.Transfer, error) {
+	if seckill.ActorOf(ctx).Role != seckill.RoleOperator {
+		return seckill.Transfer{}, errOperatorOnly
+	}
+	var fs []seckill.FieldError
+	if amount < 1 || amount > s.cfg.WalletMax {
+		fs = append(fs, seckill.FieldError{Field: "amount_cents", Message: "must be between 1 and " + strconv.FormatInt(s.cfg.WalletMax, 10)})
+	}
+	if !seckill.ValidRequestID(requestID) {
+		fs = append(fs, seckill.FieldError{Field: "request_id", Message: "must be 8 to 64 of A-Z a-z 0-9 _ -"})
+	}
+	if msg := seckill.CheckText(reason, 200); msg != "" {
+		fs = append(fs, seckill.FieldError{Field: "reason", Message: msg})
+	}
+	if !seckill.ValidUserID(user) {
+		fs = append(fs, seckill.FieldError{Field: "user_id", Message: "is not a user id"})
+	}
+	if len(fs) > 0 {
+		return seckill.Transfer{}, seckill.Invalid(fs...)
+	}
+	m := seckill.CreditMovement(user, requestID, amount, s.now())
+	err := s.audited(ctx, m, seckill.AuditEntry{Action: seckill.AuditWalletCredit},
+		map[string]any{"user_id": user, "amount_cents": amount, "reason": reason, "transfer_id": m.ID})
+	if err != nil {
+		return seckill.Transfer{}, err
+	}
+	return m.Transfers[0], nil
+}
+
+// errRetried rolls back the audit row of a movement made before: a retry
+// records nothing new.
+var errRetried = errors.New("payments: a retry")
+
+// audited makes movement m with its audit row e (after: what it shows),
+// as sales makes a change: the row in the ledger's transaction, the
+// movement in Redis last before the commit, so a refusal leaves no row; a
+// retry of a movement made before writes no second one.
+func (s *Service) audited(ctx context.Context, m seckill.Movement, e seckill.AuditEntry, after map[string]any) error {
+	e.After, _ = json.Marshal(after)
+	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
+		if err := s.audit.Record(ctx, e); err != nil {
+			return err
+		}
+		_, made, err := s.wallets.Move(ctx, m)
+		if err == nil && !made {
+			err = errRetried
+		}
+		return err
+	})
+	if errors.Is(err, errRetried) {
+		return nil
+	}
+	return err
+}

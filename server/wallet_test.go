@@ -1,0 +1,101 @@
+package server_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/seckill/seckill/system/servertest"
+)
+
+// TestWalletCreditAndPay: the operator credits a wallet once per request
+// id (a retry answers the same, another amount is refused, a merchant may
+// not); paying charges the order's amount once, a wallet short of it is
+// refused with 402 and the order stays pending; paying again charges
+// nothing more.
+func TestWalletCreditAndPay(t *testing.T) {
+	st := newStack(t, "SECKILL_PLATFORM_FEE_BPS=250")
+	st.StartPipeline(t)
+	alice, bob := "u_walletalice", "u_walletbob"
+	wallet := func(user string) int64 {
+		t.Helper()
+		r := call(t, st.h, "GET", "/api/wallet", nil, bearer(servertest.Token(t, user)))
+		if r.Status != 200 || r.Body["currency"] != "USD" {
+			t.Fatalf("wallet of %s: %v", user, r)
+		}
+		return num(r.Body, "balance_cents")
+	}
+	credit := func(user string, cents int64, rid string, who ...string) response {
+		return call(t, st.h, "POST", "/admin/api/wallets/"+user+"/credit",
+			map[string]any{"amount_cents": cents, "reason": "welcome", "request_id": rid}, who...)
+	}
+	if w := wallet(alice); w != 0 {
+		t.Fatalf("a new wallet holds %d", w)
+	}
+	for range 2 {
+		if r := credit(alice, 1000, "credit-alice-1", admin()); r.Status != 201 || num(r.Body, "amount_cents") != 1000 ||
+			r.Body["kind"] != "credit" || r.Body["debit"] != "platform" || r.Body["credit"] != "wallet:"+alice {
+			t.Fatalf("credit: %v", r)
+		}
+	}
+	if r := credit(alice, 999, "credit-alice-1", admin()); r.Status != 400 {
+		t.Errorf("the same request id for another amount: %v", r)
+	}
+	if r := credit(alice, 0, "credit-alice-2", admin()); r.Status != 400 {
+		t.Errorf("a credit of 0: %v", r)
+	}
+	if r := credit(alice, 10_000_000, "credit-alice-3", admin()); r.Status != 409 || r.code() != "balance_limit" {
+		t.Errorf("a credit past the wallet's bound: %v", r)
+	}
+	_, merchant := merchantLogin(t, st, "credit@shop.example")
+	if r := credit(alice, 5, "credit-alice-4", merchant); r.Status != 403 {
+		t.Errorf("a merchant's credit: %v", r)
+	}
+	if w := wallet(alice); w != 1000 {
+		t.Fatalf("alice holds %d after her credit, want 1000", w)
+	}
+	rows := auditRows(t, st, "?actor=operator")
+	credits := 0
+	for _, r := range rows {
+		if r["action"] == "wallet.credit" {
+			credits++
+		}
+	}
+	if credits != 1 {
+		t.Errorf("%d credit rows in the audit log, want 1", credits)
+	}
+
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 10, Limit: 2, PriceCents: 400})
+	buy := func(user, rid string) string {
+		t.Helper()
+		r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(2, rid), bearer(servertest.Token(t, user)))
+		if r.Status != 200 {
+			t.Fatalf("buy: %v", r)
+		}
+		return r.Body["order_id"].(string)
+	}
+	pay := func(user, order string) response {
+		return call(t, st.h, "POST", fmt.Sprintf("/api/orders/%s/pay", order), nil, bearer(servertest.Token(t, user)))
+	}
+	o := buy(alice, "wallet-buy-1")
+	for range 2 {
+		if r := pay(alice, o); r.Status != 200 || r.Body["status"] != "paid" || r.Body["charge_id"] != "ch."+o {
+			t.Fatalf("pay: %v", r)
+		}
+	}
+	if w := wallet(alice); w != 200 {
+		t.Errorf("alice holds %d after paying 800 (twice asked), want 200", w)
+	}
+	ob := buy(bob, "wallet-buy-2")
+	if r := pay(bob, ob); r.Status != 402 || r.code() != "insufficient_funds" {
+		t.Fatalf("paying from an empty wallet: %v", r)
+	}
+	if r := call(t, st.h, "GET", "/api/orders/"+ob, nil, bearer(servertest.Token(t, bob))); r.Body["status"] != "pending" {
+		t.Errorf("the refused order: %v", r)
+	}
+	if r := credit(bob, 800, "credit-bob-1", admin()); r.Status != 201 {
+		t.Fatal(r)
+	}
+	if r := pay(bob, ob); r.Status != 200 || wallet(bob) != 0 {
+		t.Errorf("paying once funded: %v, wallet %d", r, wallet(bob))
+	}
+}
