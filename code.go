@@ -51,6 +51,7 @@ const (
 	// Funds (API.md, Funds).
 	CodeInsufficientFunds Code = "insufficient_funds"
 	CodeBalanceLimit      Code = "balance_limit"
+	CodeInvalidSignature  Code = "invalid_signature"
 	CodeOrderRefunded     Code = "order_refunded"
 
 	// CodeBucketEmpty is buy.lua's soft refusal on one bucket of a sale
@@ -94,6 +95,7 @@ var (
 
 	ErrInsufficientFunds = errors.New("insufficient funds")
 	ErrBalanceLimit      = errors.New("balance limit")
+	ErrInvalidSignature  = errors.New("invalid signature")
 	ErrOrderRefunded     = errors.New("order refunded")
 )
 
@@ -138,6 +140,7 @@ var codeTable = []codeRow{
 	{CodeOrderRefunded, ErrOrderRefunded, http.StatusConflict, "The order was refunded."},
 	{CodeInsufficientFunds, ErrInsufficientFunds, http.StatusPaymentRequired, "Your balance is too low for this: top up your wallet and try again."},
 	{CodeBalanceLimit, ErrBalanceLimit, http.StatusConflict, "That would take the wallet over the most it may hold."},
+	{CodeInvalidSignature, ErrInvalidSignature, http.StatusBadRequest, "The webhook's signature is missing, wrong, too old or too new."},
 	{CodeInvalid, ErrInvalid, http.StatusBadRequest, "The request is not valid."},
 	{CodeUnauthenticated, ErrUnauthenticated, http.StatusUnauthorized, "Sign in first."},
 	{CodeForbidden, ErrForbidden, http.StatusForbidden, "Not allowed."},

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // Money moves in integer minor units (cents) of one currency per
@@ -324,3 +326,48 @@ type StatementLine struct {
 	Seq          int64
 	BalanceAfter int64
 }
+
+// TopupStatus is where a top-up stands.
+type TopupStatus string
+
+// The states of a top-up: pending until the provider's signed webhook
+// says its payment succeeded (and the wallet is credited) or failed.
+const (
+	TopupPending   TopupStatus = "pending"
+	TopupSucceeded TopupStatus = "succeeded"
+	TopupFailed    TopupStatus = "failed"
+)
+
+// Topup is a shopper's payment at the provider into its wallet.
+type Topup struct {
+	ID        string
+	UserID    string
+	RequestID string
+	Amount    int64
+	Currency  string
+	Status    TopupStatus
+	// ProviderRef is the provider's id of the payment (a Checkout
+	// Session's), CheckoutURL the page the shopper pays at.
+	ProviderRef, CheckoutURL string
+	CreatedAt, UpdatedAt     time.Time
+}
+
+// NewTopupID returns a new top-up id: "tu_" and a ULID.
+func NewTopupID() string { return "tu_" + newULID() }
+
+// PaymentEvent is what a provider's webhook says of a top-up's payment,
+// once its signature was checked: which top-up, how much in which
+// currency, and whether it succeeded or failed (neither: nothing to do).
+type PaymentEvent struct {
+	// ID is the provider's event id (deliveries repeat it).
+	ID        string
+	TopupID   string
+	Ref       string
+	Amount    int64
+	Currency  string
+	Succeeded bool
+	Failed    bool
+}
+
+// newULID is a new ULID: unique across processes, sorting by time.
+func newULID() string { return ulid.Make().String() }

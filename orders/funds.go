@@ -192,3 +192,75 @@ const selectOrderTransfers = `SELECT ` + transferColumns + ` FROM transfers WHER
 func (s *Store) OrderTransfers(ctx context.Context, order string) ([]seckill.Transfer, error) {
 	return all(ctx, s, transferRow.transfer, "transfers of order "+order, selectOrderTransfers, order)
 }
+
+// topupRow is a row of the topups table.
+type topupRow struct {
+	ID          string    `db:"id"`
+	UserID      string    `db:"user_id"`
+	RequestID   string    `db:"request_id"`
+	Amount      int64     `db:"amount_cents"`
+	Currency    string    `db:"currency"`
+	Status      string    `db:"status"`
+	ProviderRef *string   `db:"provider_ref"`
+	CheckoutURL *string   `db:"checkout_url"`
+	CreatedAt   time.Time `db:"created_at"`
+	UpdatedAt   time.Time `db:"updated_at"`
+}
+
+func (r topupRow) topup() seckill.Topup {
+	return seckill.Topup{ID: r.ID, UserID: r.UserID, RequestID: r.RequestID, Amount: r.Amount, Currency: r.Currency,
+		Status: seckill.TopupStatus(r.Status), ProviderRef: deref(r.ProviderRef), CheckoutURL: deref(r.CheckoutURL),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+const (
+	topupColumns      = `id, user_id, request_id, amount_cents, currency, status, provider_ref, checkout_url, created_at, updated_at`
+	insertTopup       = `INSERT INTO topups (id, user_id, request_id, amount_cents, currency, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`
+	selectTopup       = `SELECT ` + topupColumns + ` FROM topups WHERE id = ?`
+	selectTopupByReq  = `SELECT ` + topupColumns + ` FROM topups WHERE user_id = ? AND request_id = ?`
+	updateTopupPage   = `UPDATE topups SET provider_ref = ?, checkout_url = ?, updated_at = ? WHERE id = ?`
+	updateTopupStatus = `UPDATE topups SET status = ?, updated_at = ? WHERE id = ? AND status = 'pending'`
+)
+
+// ErrNoTopup is an unknown top-up, or another user's.
+var ErrNoTopup = seckill.Errorf(seckill.CodeNotFound, "No such top-up.")
+
+// InsertTopup stores a new pending top-up; one that exists for the same
+// user and request id is returned instead (created false).
+func (s *Store) InsertTopup(ctx context.Context, t seckill.Topup) (seckill.Topup, bool, error) {
+	now := t.CreatedAt.UTC().Truncate(time.Millisecond)
+	_, err := s.q(ctx).ExecContext(ctx, insertTopup, t.ID, t.UserID, t.RequestID, t.Amount, t.Currency, now, now)
+	if Duplicate(err) {
+		got, err := s.TopupByRequest(ctx, t.UserID, t.RequestID)
+		return got, false, err
+	}
+	if err != nil {
+		return seckill.Topup{}, false, failed("create top-up", err)
+	}
+	got, err := s.Topup(ctx, t.ID)
+	return got, true, err
+}
+
+// Topup returns one top-up, or ErrNoTopup.
+func (s *Store) Topup(ctx context.Context, id string) (seckill.Topup, error) {
+	return one(ctx, s, topupRow.topup, ErrNoTopup, "top-up "+id, selectTopup, id)
+}
+
+// TopupByRequest returns a user's top-up of a request id, or ErrNoTopup.
+func (s *Store) TopupByRequest(ctx context.Context, user, request string) (seckill.Topup, error) {
+	return one(ctx, s, topupRow.topup, ErrNoTopup, "top-up of request "+request, selectTopupByReq, user, request)
+}
+
+// SetTopupCheckout keeps where a top-up is paid at the provider.
+func (s *Store) SetTopupCheckout(ctx context.Context, id, ref, url string, now time.Time) error {
+	if _, err := s.q(ctx).ExecContext(ctx, updateTopupPage, ref, url, now.UTC(), id); err != nil {
+		return failed("top-up "+id, err)
+	}
+	return nil
+}
+
+// SetTopupStatus ends a pending top-up as status; ok is false when it was
+// not pending (ended before).
+func (s *Store) SetTopupStatus(ctx context.Context, id string, status seckill.TopupStatus, now time.Time) (bool, error) {
+	return s.changeRow(ctx, "top-up "+id, updateTopupStatus, status, now.UTC(), id)
+}

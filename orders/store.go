@@ -229,16 +229,16 @@ const (
 // SetPaid marks a pending order paid at now by chargeID ("" for a free
 // order); ok is false when it was not pending.
 func (s *Store) SetPaid(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
-	return s.changeOrder(ctx, "pay "+id, payOrder, now.UTC(), orNull(chargeID), id)
+	return s.changeRow(ctx, "pay "+id, payOrder, now.UTC(), orNull(chargeID), id)
 }
 
 // SetRefunded marks a paid order refunded at now; ok is false when it was
 // not paid.
 func (s *Store) SetRefunded(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.changeOrder(ctx, "refund "+id, refundOrder, now.UTC(), id)
+	return s.changeRow(ctx, "refund "+id, refundOrder, now.UTC(), id)
 }
 
-func (s *Store) changeOrder(ctx context.Context, what, q string, args ...any) (bool, error) {
+func (s *Store) changeRow(ctx context.Context, what, q string, args ...any) (bool, error) {
 	res, err := s.q(ctx).ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, failed(what, err)

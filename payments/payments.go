@@ -43,20 +43,37 @@ type Config struct {
 	Currency string
 	// WalletMax bounds a wallet; TopupMax one top-up.
 	WalletMax, TopupMax int64
+	// ReturnURL is where a shopper comes back to from the provider's page.
+	ReturnURL string
 }
 
 // Service runs the operations on money.
 type Service struct {
-	wallets Wallets
-	ledger  Ledger
-	audit   Auditor
-	cfg     Config
-	now     func() time.Time
+	wallets  Wallets
+	ledger   Ledger
+	topups   Topups
+	audit    Auditor
+	provider Provider
+	webhooks Webhooks
+	cfg      Config
+	now      func() time.Time
+}
+
+// Deps are what a Service runs on.
+type Deps struct {
+	Wallets Wallets
+	// Ledger and Topups are the ledger (orders.Store).
+	Ledger   Ledger
+	Topups   Topups
+	Audit    Auditor
+	Provider Provider
+	Webhooks Webhooks
 }
 
 // New returns a Service on the clock now.
-func New(wallets Wallets, ledger Ledger, audit Auditor, cfg Config, now func() time.Time) *Service {
-	return &Service{wallets: wallets, ledger: ledger, audit: audit, cfg: cfg, now: now}
+func New(d Deps, cfg Config, now func() time.Time) *Service {
+	return &Service{wallets: d.Wallets, ledger: d.Ledger, topups: d.Topups, audit: d.Audit, provider: d.Provider,
+		webhooks: d.Webhooks, cfg: cfg, now: now}
 }
 
 // Balance is an account's money as its owner sees it.

@@ -56,6 +56,14 @@ MSG
   apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 
+# stripe-mock (Stripe's API for the payment tests, started by them on a
+# loopback port) comes from the Go module proxy.
+if ! command -v stripe-mock >/dev/null; then
+  log "installing stripe-mock"
+  GOBIN=/usr/local/bin go install github.com/stripe/stripe-mock@v0.203.0 2>/dev/null ||
+    go install github.com/stripe/stripe-mock@v0.203.0
+fi
+
 if ! redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; then
   log "starting Redis"
   mkdir -p /var/lib/redis /var/log/redis

@@ -98,8 +98,10 @@ type Deps struct {
 	Merchants Merchants
 	// Audit reads the audit log.
 	Audit AuditLog
-	// Payments are the wallets, statements and credits.
+	// Payments are the wallets, statements and credits; Topups the
+	// top-ups through the provider and its webhooks (the same service).
 	Payments Payments
+	Topups   Topups
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -210,6 +212,8 @@ func (s *Server) routes() error {
 	api.POST("/orders/:id/pay", s.requireUser, s.payOrder)
 	api.GET("/wallet", s.requireUser, s.wallet)
 	api.GET("/wallet/transfers", s.requireUser, s.walletTransfers)
+	api.POST("/wallet/topups", s.requireUser, s.rateLimit, s.startTopup)
+	api.GET("/wallet/topups/:id", s.requireUser, s.getTopup)
 	s.api = api
 	s.identityRoutes(e, api)
 
@@ -241,6 +245,10 @@ func (s *Server) routes() error {
 	authed.POST("/me/totp/confirm", s.confirmTOTP)
 
 	e.GET("/ws/sales/:id", s.serveWS)
+	// The provider's webhook comes from its servers: no cookie, no CSRF
+	// (its signature is the check), a body larger than a shopper's.
+	e.POST("/api/payments/webhook", s.limitBody(webhookBodyLimit), s.paymentWebhook)
+	s.testProviderRoutes(e)
 	s.pages(e)
 
 	s.engine = e

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -172,4 +173,64 @@ func (s *Server) creditWallet(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, transferView(t))
+}
+
+// Topups are a shopper's top-ups and the provider's webhooks (package
+// payments).
+type Topups interface {
+	StartTopup(ctx context.Context, user, requestID string, amount int64) (seckill.Topup, error)
+	TopupOf(ctx context.Context, user, id string) (seckill.Topup, error)
+	Webhook(ctx context.Context, payload []byte, header string) error
+	TestPage(ctx context.Context, id string) (seckill.Topup, error)
+	TestPay(ctx context.Context, id string, paid bool) (seckill.Topup, error)
+}
+
+type topupRequest struct {
+	AmountCents int64  `json:"amount_cents"`
+	RequestID   string `json:"request_id"`
+}
+
+// startTopup answers POST /api/wallet/topups: the top-up, pending, and
+// the page to pay it at.
+func (s *Server) startTopup(c *gin.Context) {
+	var req topupRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	t, err := s.Topups.StartTopup(c.Request.Context(), currentUser(c).ID, req.RequestID, req.AmountCents)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"topup_id": t.ID, "status": t.Status, "amount_cents": t.Amount, "checkout_url": t.CheckoutURL})
+}
+
+// getTopup answers GET /api/wallet/topups/{id}: one of the caller's.
+func (s *Server) getTopup(c *gin.Context) {
+	t, err := s.Topups.TopupOf(c.Request.Context(), currentUser(c).ID, c.Param("id"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"topup_id": t.ID, "amount_cents": t.Amount, "currency": t.Currency, "status": t.Status})
+}
+
+// webhookBodyLimit bounds a provider's event (Stripe's are a few KB).
+const webhookBodyLimit = 64 << 10
+
+// paymentWebhook answers POST /api/payments/webhook: the provider's
+// event, checked on its raw bytes and its Stripe-Signature header; 200
+// once handled (again for a repeated event, which changes nothing).
+func (s *Server) paymentWebhook(c *gin.Context) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		abort(c, readError(err))
+		return
+	}
+	if err := s.Topups.Webhook(c.Request.Context(), body, c.GetHeader("Stripe-Signature")); err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"received": true})
 }

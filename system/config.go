@@ -10,6 +10,7 @@ import (
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/provider"
 	"github.com/seckill/seckill/server"
 	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/worker"
@@ -38,7 +39,17 @@ func FundsConfig(c configs.Config) funds.Config {
 
 // PaymentsConfig is the payments service's.
 func PaymentsConfig(c configs.Config) payments.Config {
-	return payments.Config{Currency: c.Funds.Currency, WalletMax: c.Funds.WalletMax, TopupMax: c.Funds.TopupMax}
+	return payments.Config{Currency: c.Funds.Currency, WalletMax: c.Funds.WalletMax, TopupMax: c.Funds.TopupMax,
+		ReturnURL: strings.TrimRight(c.Identity.PublicURL, "/") + "/#/wallet"}
+}
+
+// Provider is the configured payment provider: Stripe, or the test
+// provider's pages on this server (signing with the first webhook secret).
+func Provider(c configs.Config) payments.Provider {
+	if c.Funds.Provider == configs.ProviderStripe {
+		return provider.NewStripe(c.Funds.StripeSecretKey, c.Funds.StripeAPIBase)
+	}
+	return provider.Test{Secret: c.Funds.WebhookSecrets()[0], Base: c.Identity.PublicURL}
 }
 
 // SessionsConfig is the shopper and admin sessions'.

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/merchants"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/provider"
 	"github.com/seckill/seckill/room"
 	"github.com/seckill/seckill/sales"
 	"github.com/seckill/seckill/server"
@@ -51,11 +52,13 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 		return server.Deps{}, err
 	}
 	admins := sessions.NewAdmins(s.Redis, sc, now)
+	pay := payments.New(payments.Deps{Wallets: s.Funds, Ledger: s.Ledger, Topups: s.Ledger, Audit: log,
+		Provider: Provider(cfg), Webhooks: provider.Verifier{Secrets: cfg.Funds.WebhookSecrets()}}, PaymentsConfig(cfg), now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
 		Shoppers: shoppers, Admins: admins, Audit: log,
-		Payments: payments.New(s.Funds, s.Ledger, log, PaymentsConfig(cfg), now),
+		Payments: pay, Topups: pay,
 		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if s.Bus != nil {

@@ -6,6 +6,7 @@
 package servertest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -512,4 +513,50 @@ func (e *Env) Fund(t testing.TB, user string, cents int64) {
 	if _, _, err := e.Funds.Move(context.Background(), m); err != nil {
 		t.Fatalf("servertest: fund %s: %v", user, err)
 	}
+}
+
+// StripeMock starts stripe-mock (Stripe's API answered from its spec and
+// fixtures; scripts/services.sh installs it) on a loopback port of its
+// own until the test ends, and returns its base URL.
+func StripeMock(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("stripe-mock")
+	if err != nil {
+		if gobin := filepath.Join(os.Getenv("HOME"), "go", "bin", "stripe-mock"); fileExists(gobin) {
+			bin = gobin
+		} else {
+			t.Fatalf("servertest: stripe-mock not found: run scripts/services.sh, or go install github.com/stripe/stripe-mock@v0.203.0")
+		}
+	}
+	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-addr", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("servertest: start stripe-mock: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "Listening for HTTP at address: "); ok {
+				addr <- strings.TrimSpace(a)
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("servertest: stripe-mock did not say where it listens within 30s")
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -1,0 +1,58 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/seckill/seckill"
+)
+
+// Stripe takes top-ups through Stripe Checkout.
+type Stripe struct {
+	client *stripe.Client
+}
+
+// NewStripe returns the provider with key, its API at base ("" for
+// Stripe's own; tests point it at stripe-mock). The SDK does not retry:
+// a failed call is the caller's to retry, with the same idempotency key.
+func NewStripe(key, base string) *Stripe {
+	cfg := &stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(0), LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull}}
+	if base != "" {
+		cfg.URL = stripe.String(base)
+	}
+	return &Stripe{client: stripe.NewClient(key, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))}
+}
+
+// Checkout opens a Checkout Session for top-up t: the shopper pays its
+// amount on Stripe's page, then comes back to returnURL. The session
+// names the top-up (client_reference_id, and the metadata of the session
+// and of its PaymentIntent), and the top-up's id is its idempotency key,
+// so a retry opens no second session.
+func (s *Stripe) Checkout(ctx context.Context, t seckill.Topup, returnURL string) (ref, url string, err error) {
+	meta := map[string]string{"topup_id": t.ID, "user_id": t.UserID}
+	p := &stripe.CheckoutSessionCreateParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
+		SuccessURL:        stripe.String(returnURL),
+		CancelURL:         stripe.String(returnURL),
+		ClientReferenceID: stripe.String(t.ID),
+		Metadata:          meta,
+		LineItems: []*stripe.CheckoutSessionCreateLineItemParams{{
+			Quantity: stripe.Int64(1),
+			PriceData: &stripe.CheckoutSessionCreateLineItemPriceDataParams{
+				Currency:    stripe.String(strings.ToLower(t.Currency)),
+				UnitAmount:  stripe.Int64(t.Amount),
+				ProductData: &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String("Wallet top-up")},
+			},
+		}},
+		PaymentIntentData: &stripe.CheckoutSessionCreatePaymentIntentDataParams{Metadata: meta},
+	}
+	p.SetIdempotencyKey("topup:" + t.ID)
+	cs, err := s.client.V1CheckoutSessions.Create(ctx, p)
+	if err != nil {
+		return "", "", fmt.Errorf("provider: stripe checkout of %s: %w: %w", t.ID, seckill.ErrUnavailable, err)
+	}
+	return cs.ID, cs.URL, nil
+}
