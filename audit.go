@@ -65,8 +65,10 @@ const (
 	AuditMerchantOn  = "merchant.enable"
 	AuditTOTPEnrol   = "totp.enrol"
 	AuditTOTPReset   = "totp.reset"
-	// AuditWalletCredit is the operator's goodwill credit to a wallet.
+	// AuditWalletCredit is the operator's goodwill credit to a wallet;
+	// AuditOrderRefund a paid order refunded.
 	AuditWalletCredit = "wallet.credit"
+	AuditOrderRefund  = "order.refund"
 )
 
 // AuditSaleAction is the action of pausing, resuming or ending a sale.

@@ -24,6 +24,10 @@ const (
 	OrderRefunded  OrderStatus = "refunded"
 )
 
+// Returned reports whether the order's units went back to its sale: a
+// cancelled order's, or a refunded one's.
+func (s OrderStatus) Returned() bool { return s == OrderCancelled || s == OrderRefunded }
+
 // Reason is why a sale's stock moved, in the ledger's stock movements.
 type Reason string
 

@@ -251,8 +251,8 @@ const cancelOrder = `UPDATE orders SET status = 'cancelled', cancelled_at = ? WH
 
 // Cancel cancels a pending order and records its cancel movement, in one
 // transaction. It returns the order as it stands afterwards: cancelled (now
-// or before) or paid (seckill.ErrOrderPaid: a paid order is never
-// cancelled).
+// or before), paid (seckill.ErrOrderPaid: a paid order is never
+// cancelled) or refunded (seckill.ErrOrderRefunded).
 func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error) {
 	var o seckill.Order
 	err := s.InTx(ctx, func(ctx context.Context) error {
@@ -268,8 +268,11 @@ func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (seckill.O
 				return err
 			}
 		}
-		if o.Status == seckill.OrderPaid {
+		switch o.Status {
+		case seckill.OrderPaid:
 			return fmt.Errorf("orders: cancel %s: %w", id, seckill.ErrOrderPaid)
+		case seckill.OrderRefunded:
+			return fmt.Errorf("orders: cancel %s: %w", id, seckill.ErrOrderRefunded)
 		}
 		return nil
 	})

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -52,6 +53,8 @@ type Service struct {
 	wallets  Wallets
 	ledger   Ledger
 	topups   Topups
+	orders   Orders
+	stock    Releaser
 	audit    Auditor
 	provider Provider
 	webhooks Webhooks
@@ -65,6 +68,8 @@ type Deps struct {
 	// Ledger and Topups are the ledger (orders.Store).
 	Ledger   Ledger
 	Topups   Topups
+	Orders   Orders
+	Stock    Releaser
 	Audit    Auditor
 	Provider Provider
 	Webhooks Webhooks
@@ -72,7 +77,7 @@ type Deps struct {
 
 // New returns a Service on the clock now.
 func New(d Deps, cfg Config, now func() time.Time) *Service {
-	return &Service{wallets: d.Wallets, ledger: d.Ledger, topups: d.Topups, audit: d.Audit, provider: d.Provider,
+	return &Service{wallets: d.Wallets, ledger: d.Ledger, topups: d.Topups, orders: d.Orders, stock: d.Stock, audit: d.Audit, provider: d.Provider,
 		webhooks: d.Webhooks, cfg: cfg, now: now}
 }
 
@@ -208,4 +213,104 @@ func (s *Service) audited(ctx context.Context, m seckill.Movement, e seckill.Aud
 		return nil
 	}
 	return err
+}
+
+// Orders are the ledger's orders as a refund changes them (orders.Store).
+type Orders interface {
+	OrderForUpdate(ctx context.Context, id string) (seckill.Order, error)
+	SetRefunded(ctx context.Context, id string, now time.Time) (bool, error)
+	OrderTransfers(ctx context.Context, order string) ([]seckill.Transfer, error)
+	AddMovement(ctx context.Context, sale int64, order string, delta int64, reason seckill.Reason, now time.Time) error
+	Sale(ctx context.Context, id int64) (seckill.Sale, error)
+}
+
+// Releaser puts an order's units back on its sale, once (inventory.Store).
+type Releaser interface {
+	Release(ctx context.Context, sale int64, orderID, userID string, qty int64) (int64, bool, error)
+}
+
+var (
+	errNotPaid       = seckill.Errorf(seckill.CodeInvalid, "Only a paid order can be refunded.")
+	errChargeInLimbo = seckill.Errorf(seckill.CodeUnavailable, "The order's payment is not in the ledger yet; retry in a moment.")
+)
+
+// Refund refunds a paid order, once: its amount back to the buyer's
+// wallet, from the merchant what it kept and from the platform its fee
+// (seckill.RefundOf the order's charge, as the ledger holds it), the order
+// refunded and its units back on its sale, audited with reason. The
+// sale's merchant or the operator may; another merchant's order is
+// unknown. A merchant whose account holds less than it kept is refused
+// (seckill.ErrInsufficientFunds); a refunded order is
+// seckill.ErrOrderRefunded.
+func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order, error) {
+	reason = strings.TrimSpace(reason)
+	if msg := seckill.CheckText(reason, 200); msg != "" {
+		return seckill.Order{}, seckill.Invalid(seckill.FieldError{Field: "reason", Message: msg})
+	}
+	var o seckill.Order
+	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if o, err = s.orders.OrderForUpdate(ctx, id); err != nil {
+			return err
+		}
+		sale, err := s.orders.Sale(ctx, o.SaleID)
+		if err != nil {
+			return err
+		}
+		if !seckill.ActorOf(ctx).Owns(sale.MerchantID) {
+			return seckill.ErrOrderNotFound // another merchant's order is as an unknown one
+		}
+		switch o.Status {
+		case seckill.OrderRefunded:
+			return seckill.ErrOrderRefunded
+		case seckill.OrderCancelled:
+			return seckill.ErrOrderCancelled
+		case seckill.OrderPending:
+			return errNotPaid
+		}
+		now := s.now()
+		after, _ := json.Marshal(map[string]any{"order_id": o.ID, "amount_cents": o.AmountCents, "qty": o.Qty, "reason": reason})
+		if err := s.audit.Record(ctx, seckill.AuditEntry{Action: seckill.AuditOrderRefund, SaleID: sale.ID, Owner: sale.MerchantID,
+			After: after}); err != nil {
+			return err
+		}
+		if err := s.orders.AddMovement(ctx, o.SaleID, o.ID, o.Qty, seckill.ReasonCancel, now); err != nil {
+			return err
+		}
+		if _, err := s.orders.SetRefunded(ctx, o.ID, now); err != nil {
+			return err
+		}
+		if o.ChargeID != "" {
+			ts, err := s.orders.OrderTransfers(ctx, o.ID)
+			if err != nil {
+				return err
+			}
+			charge := seckill.Movement{ID: o.ChargeID}
+			for _, t := range ts {
+				if t.Kind == seckill.TransferCharge || t.Kind == seckill.TransferFee && t.Debit != seckill.PlatformAccount {
+					charge.Transfers = append(charge.Transfers, t)
+				}
+			}
+			if len(charge.Transfers) == 0 {
+				return errChargeInLimbo
+			}
+			if _, _, err := s.wallets.Move(ctx, seckill.RefundOf(charge, now)); err != nil {
+				return err
+			}
+		}
+		// Redis last: the units go back once (release.lua), whatever a
+		// retry; a failure here rolls the ledger back, and the refund's
+		// money, made already, is found made by the retry.
+		_, _, err = s.stock.Release(ctx, o.SaleID, o.ID, o.UserID, o.Qty)
+		if errors.Is(err, seckill.ErrSaleNotFound) {
+			err = nil // its keys are gone long after its end: no units to return
+		}
+		if err != nil {
+			return err
+		}
+		t := now.UTC()
+		o.Status, o.RefundedAt = seckill.OrderRefunded, &t
+		return nil
+	})
+	return o, err
 }

@@ -86,6 +86,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		// owned: the route acts on a sale ({id}: one of A's, made for
 		// each try); merchantOnly / operatorOnly: who may use it at all.
 		owned, operatorOnly, merchantOnly, public bool
+		// order: the route acts on an order the matrix does not make:
+		// 404 order_not_found for whoever may use it.
+		order bool
 	}
 	now := time.Now().UTC()
 	newSale := map[string]any{"name": "New", "item": "Thing", "price_cents": 100, "total": 10, "per_user_limit": 1,
@@ -115,6 +118,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"GET /admin/api/balance":                    {},
 		"GET /admin/api/transfers":                  {},
 		"POST /admin/api/wallets/{user_id}/credit":  {operatorOnly: true, body: map[string]any{"amount_cents": 100, "reason": "goodwill", "request_id": "matrix-credit"}},
+		"POST /admin/api/orders/{id}/refund":        {order: true, body: map[string]any{"reason": "matrix"}},
 	}
 	param := regexp.MustCompile(`[:*](\w+)`)
 	rows["GET /metrics"] = row{operatorOnly: true}
@@ -156,7 +160,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 				want = 403
 			case rw.merchantOnly && who.name == "operator":
 				want = 403
-			case rw.owned && who.name == "merchant B":
+			case rw.owned && who.name == "merchant B", rw.order:
 				want = 404
 			}
 			switch {
@@ -164,7 +168,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 				t.Errorf("%s as %s: %v, want success", route, who.name, res)
 			case want != 0 && res.Status != want:
 				t.Errorf("%s as %s: %v, want %d", route, who.name, res, want)
-			case want == 404 && res.code() != "sale_not_found":
+			case want == 404 && rw.order && res.code() != "order_not_found":
+				t.Errorf("%s as %s: code %q, want order_not_found", route, who.name, res.code())
+			case want == 404 && !rw.order && res.code() != "sale_not_found":
 				t.Errorf("%s as %s: code %q, want sale_not_found (as an unknown sale)", route, who.name, res.code())
 			}
 			if want != 0 && sale > 0 {

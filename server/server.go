@@ -102,6 +102,7 @@ type Deps struct {
 	// top-ups through the provider and its webhooks (the same service).
 	Payments Payments
 	Topups   Topups
+	Refunds  Refunds
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -236,6 +237,7 @@ func (s *Server) routes() error {
 	authed.GET("/balance", s.accountBalance)
 	authed.GET("/transfers", s.accountTransfers)
 	authed.POST("/wallets/:user_id/credit", s.creditWallet)
+	authed.POST("/orders/:id/refund", s.refundOrder)
 	authed.POST("/merchants", s.createMerchant)
 	authed.GET("/merchants", s.listMerchants)
 	authed.POST("/merchants/:id/disable", s.setMerchantDisabled(true))

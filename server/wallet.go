@@ -234,3 +234,28 @@ func (s *Server) paymentWebhook(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"received": true})
 }
+
+// Refunds are the admin's refunds of paid orders (package payments).
+type Refunds interface {
+	Refund(ctx context.Context, id, reason string) (seckill.Order, error)
+}
+
+type refundRequest struct {
+	Reason string `json:"reason"`
+}
+
+// refundOrder answers POST /admin/api/orders/{id}/refund: the sale's
+// merchant or the operator refunds a paid order, once.
+func (s *Server) refundOrder(c *gin.Context) {
+	var req refundRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	o, err := s.Refunds.Refund(c.Request.Context(), c.Param("id"), req.Reason)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, orderView(o))
+}

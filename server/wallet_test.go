@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/system/servertest"
 )
@@ -98,4 +99,65 @@ func TestWalletCreditAndPay(t *testing.T) {
 	if r := pay(bob, ob); r.Status != 200 || wallet(bob) != 0 {
 		t.Errorf("paying once funded: %v, wallet %d", r, wallet(bob))
 	}
+}
+
+// TestRefund: the sale's merchant refunds a paid order once: the wallet
+// gets the amount back, from the merchant what it kept and from the
+// platform its fee; the units go back on sale; another merchant cannot;
+// a second refund is refused; a merchant that paid its money out cannot
+// refund more than it holds.
+func TestRefund(t *testing.T) {
+	st := newStack(t, "SECKILL_PLATFORM_FEE_BPS=250")
+	st.StartPipeline(t)
+	mid, merchant := merchantLogin(t, st, "refunds@shop.example")
+	_, other := merchantLogin(t, st, "other@shop.example")
+	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Refundable", "item": "Thing", "price_cents": 1000,
+		"total": 5, "per_user_limit": 2, "starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
+	if r.Status != 201 {
+		t.Fatal(r)
+	}
+	sale := num(r.Body, "id")
+	user := "u_refunded"
+	st.Fund(t, user, 2000)
+	buy := call(t, st.h, "POST", buyPath(sale), buyBody(2, "refund-buy-1"), bearer(servertest.Token(t, user)))
+	order := buy.Body["order_id"].(string)
+	if p := call(t, st.h, "POST", "/api/orders/"+order+"/pay", nil, bearer(servertest.Token(t, user))); p.Status != 200 {
+		t.Fatalf("pay: %v", p)
+	}
+	balance := func(hdr ...string) int64 {
+		t.Helper()
+		r := call(t, st.h, "GET", "/admin/api/balance", nil, hdr...)
+		if r.Status != 200 {
+			t.Fatalf("balance: %v", r)
+		}
+		return num(r.Body, "balance_cents")
+	}
+	// The charge reaches the ledger and the merchant's account follows.
+	servertest.WaitFor(t, 20*time.Second, "the merchant credited", func() (bool, string) {
+		b := balance(merchant)
+		return b == 1950, fmt.Sprint(b)
+	})
+	refund := func(hdr ...string) response {
+		return call(t, st.h, "POST", "/admin/api/orders/"+order+"/refund", map[string]any{"reason": "changed my mind"}, hdr...)
+	}
+	if r := refund(other); r.Status != 404 || r.code() != "order_not_found" {
+		t.Errorf("another merchant's refund: %v", r)
+	}
+	if r := refund(merchant); r.Status != 200 || r.Body["status"] != "refunded" {
+		t.Fatalf("refund: %v", r)
+	}
+	if r := refund(merchant); r.Status != 409 || r.code() != "order_refunded" {
+		t.Errorf("a second refund: %v", r)
+	}
+	if w := walletOf(t, st, user); w != 2000 {
+		t.Errorf("the wallet holds %d after the refund, want 2000", w)
+	}
+	if s := call(t, st.h, "GET", fmt.Sprintf("/api/sales/%d", sale), nil); num(s.Body, "remaining") != 5 {
+		t.Errorf("the units did not come back: %v", s)
+	}
+	servertest.WaitFor(t, 20*time.Second, "the merchant and the platform back to 0", func() (bool, string) {
+		m, p := balance(merchant), balance(admin())
+		return m == 0 && p == 0, fmt.Sprint(m, " ", p)
+	})
+	_ = mid
 }

@@ -181,7 +181,7 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 	// The ledger against itself.
 	var cancelledUnits int64
 	for _, o := range os {
-		if o.Status == seckill.OrderCancelled {
+		if o.Status.Returned() {
 			cancelledUnits += o.Qty
 		}
 	}
@@ -236,9 +236,9 @@ func (rc *Reconciler) check(ctx context.Context, sale int64) (Report, error) {
 			// Accepted after the Redis snapshot.
 		case a.UserID != o.UserID || a.Qty != o.Qty:
 			drift("order %s: redis says %s x%d, ledger %s x%d", o.ID, a.UserID, a.Qty, o.UserID, o.Qty)
-		case snap.Released[o.ID] && o.Status != seckill.OrderCancelled:
+		case snap.Released[o.ID] && !o.Status.Returned():
 			drift("order %s: released in redis but %s in the ledger", o.ID, o.Status)
-		case !snap.Released[o.ID] && o.Status == seckill.OrderCancelled:
+		case !snap.Released[o.ID] && o.Status.Returned():
 			rep.Unreleased++
 		}
 	}
@@ -430,7 +430,7 @@ func (rc *Reconciler) Repair(ctx context.Context, sale int64, d time.Duration) e
 	cancelled := map[string]bool{}
 	for i, o := range os {
 		accepted[i] = o.Event()
-		if o.Status == seckill.OrderCancelled {
+		if o.Status.Returned() {
 			cancelled[o.ID] = true
 		}
 	}

@@ -109,7 +109,7 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 	err := tc.retry(ctx, "cancelling an order", func() error {
 		var err error
 		o, err = tc.ledger.Cancel(ctx, id, tc.now())
-		if errors.Is(err, seckill.ErrOrderPaid) || errors.Is(err, seckill.ErrOrderNotFound) {
+		if errors.Is(err, seckill.ErrOrderPaid) || errors.Is(err, seckill.ErrOrderRefunded) || errors.Is(err, seckill.ErrOrderNotFound) {
 			return nil
 		}
 		return err
@@ -120,8 +120,8 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 	case o.ID == "":
 		slog.Warn("worker: timeout for an unknown order", "order", id)
 		return nil
-	case o.Status == seckill.OrderPaid:
-		return nil
+	case o.Status != seckill.OrderCancelled:
+		return nil // paid (or refunded): its charge stands
 	}
 	// Cancelled, now or by an earlier delivery: the void and the release
 	// are idempotent, so a crash between the ledger commit and here loses
