@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -312,9 +313,9 @@ func testFundsDeadRelayClaimed(t *testing.T, p *pipeline) {
 }
 
 // TestFundsPoisonDeadLettered: an outbox entry that does not decode
-// travels alone and is dead-lettered, as is a malformed message put on
-// the queue; the movements around them reach the ledger, and the poison
-// entry leaves its outbox.
+// travels alone and is dead-lettered, as are a malformed message and a
+// movement the ledger refuses put on the queue; the movements around them
+// reach the ledger, and the poison entries leave their outbox.
 func TestFundsPoisonDeadLettered(t *testing.T) {
 	eachBus(t, nil, testFundsPoisonDeadLettered)
 }
@@ -336,8 +337,19 @@ func testFundsPoisonDeadLettered(t *testing.T, p *pipeline) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.broker.Publish(ctx, bus.Funds, bus.Message{ID: "raw", Body: []byte(`["not|a|movement"]`)}); err != nil {
+	// A message that does not decode, and a movement the ledger refuses (an
+	// order id longer than its column), put on the queue directly.
+	tooLong := seckill.Order{ID: strings.Repeat("o", 60), UserID: "poison-user-1", Qty: 1, AmountCents: 100}
+	refused, _ := seckill.ChargeMovement(tooLong, 1, 250, time.Now())
+	encoded, err := funds.EncodeMovement(refused)
+	if err != nil {
 		t.Fatal(err)
+	}
+	refusedBody, _ := json.Marshal([]string{encoded})
+	for _, body := range [][]byte{[]byte(`["not|a|movement"]`), refusedBody} {
+		if _, err := p.broker.Publish(ctx, bus.Funds, bus.Message{ID: "raw", Body: body}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	made = append(made, move(t, s, credits("poison", 30, 1, 300), 16)...)
 	made = append(made, move(t, s, charges("poison", 30, 1, 700), 16)...)
@@ -345,10 +357,10 @@ func testFundsPoisonDeadLettered(t *testing.T, p *pipeline) {
 	p.waitFunds(t, s, made, 30*time.Second)
 	servertest.WaitFor(t, 30*time.Second, "the poison in the dead-letter queue", func() (bool, string) {
 		n, err := p.broker.Depth(ctx, bus.Dead)
-		return err == nil && n == 3, fmt.Sprint(n, err)
+		return err == nil && n == 4, fmt.Sprint(n, err)
 	})
-	if n := p.labelled(t, "seckill_worker_dead_lettered_total", bus.Funds); n != 3 {
-		t.Errorf("%v funds messages dead-lettered, want 3", n)
+	if n := p.labelled(t, "seckill_worker_dead_lettered_total", bus.Funds); n != 4 {
+		t.Errorf("%v funds messages dead-lettered, want 4", n)
 	}
 }
 
