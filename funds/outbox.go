@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/rdb"
 )
@@ -44,6 +46,29 @@ func (s *Store) Outbox(ctx context.Context, g int) ([]Entry, error) {
 		return nil, failed(fmt.Sprintf("outbox of group %d", g), err)
 	}
 	return ofGroup(g, es), nil
+}
+
+// Pending lists, in order, the groups whose outbox holds entries (new,
+// or read and not yet acknowledged): one pipelined XLEN per group, so the
+// relay can sweep every group each second without a read per group.
+func (s *Store) Pending(ctx context.Context) ([]int, error) {
+	cmds := make([]*redis.IntCmd, s.cfg.Groups)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for g := range cmds {
+			cmds[g] = p.XLen(ctx, s.keys.Funds(g).Outbox())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, failed("read the outboxes' lengths", err)
+	}
+	var out []int
+	for g, c := range cmds {
+		if c.Val() > 0 {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // OutboxOldest returns when the oldest entry still in a group's outbox

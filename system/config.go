@@ -114,6 +114,20 @@ func RelayConfig(c configs.Config) worker.RelayConfig {
 	return worker.RelayConfig{Batch: c.Orders.RelayBatch, Pack: c.Orders.RelayPack, ClaimIdle: c.Orders.RelayClaimIdle, Linger: c.Orders.RelayLinger, Lookback: c.Orders.Keep()}
 }
 
+// FundsRelayConfig is the funds relay's: the outbox relay's settings.
+func FundsRelayConfig(c configs.Config) worker.FundsRelayConfig {
+	return worker.FundsRelayConfig{Batch: c.Orders.RelayBatch, Pack: c.Orders.RelayPack, ClaimIdle: c.Orders.RelayClaimIdle, Linger: c.Orders.RelayLinger}
+}
+
+// FundsConsumerConfig is the funds consumer's: the order consumer's
+// settings.
+func FundsConsumerConfig(c configs.Config) worker.FundsConfig {
+	return worker.FundsConfig{
+		Batch: c.Orders.WorkerBatch, Flush: c.Orders.WorkerFlush, Prefetch: c.Orders.WorkerPrefetch,
+		Consumers: c.Orders.WorkerConsumers, Grace: c.Process.ShutdownTimeout,
+	}
+}
+
 // ReconcilerConfig is the reconciler's, asking b where missing orders are.
 func ReconcilerConfig(c configs.Config, b bus.Bus) worker.ReconcilerConfig {
 	return worker.ReconcilerConfig{Grace: c.Orders.ReconcileGrace, Window: c.Orders.PaymentWindow, Bus: b}

@@ -72,11 +72,19 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 // restore brings an embedded system back after a start: the in-process
 // Redis and bus begin empty, the SQLite ledger holds what was accepted.
 // Each live sale's Redis state is rebuilt from the ledger (the repair
-// path), and the pending orders get their payment timeouts again.
+// path), every account's balance is the ledger's sum of its transfers,
+// and the pending orders get their payment timeouts again.
 func (s *System) restore(ctx context.Context) error {
 	ids, err := s.Ledger.SaleIDs(ctx, time.Now().Add(-s.Config.Orders.Keep()))
 	if err != nil {
 		return err
+	}
+	balances, err := s.Ledger.FundsBalances(ctx)
+	if err != nil {
+		return fmt.Errorf("restore the balances: %w", err)
+	}
+	if err := s.Funds.SetBalances(ctx, balances); err != nil {
+		return fmt.Errorf("restore the balances: %w", err)
 	}
 	rc := s.Reconciler()
 	for _, id := range ids {
@@ -88,15 +96,16 @@ func (s *System) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 || n > 0 {
-		slog.Info("restored from the ledger", "sales", len(ids), "pending orders re-armed", n)
+	if len(ids) > 0 || n > 0 || len(balances) > 0 {
+		slog.Info("restored from the ledger", "sales", len(ids), "accounts", len(balances), "pending orders re-armed", n)
 	}
 	return nil
 }
 
-// Drain waits until the in-process bus has handed every order event to
-// the worker, before the worker stops: what the bus still held would be
-// gone with the process. Only an embedded system needs it.
+// Drain waits until the in-process bus has handed every order event and
+// every movement of money to the worker, before the worker stops: what
+// the bus still held would be gone with the process. Only an embedded
+// system needs it.
 func (s *System) Drain(ctx context.Context) {
 	if !s.Embedded {
 		return
@@ -104,13 +113,17 @@ func (s *System) Drain(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, s.Config.Process.ShutdownTimeout)
 	defer cancel()
 	for {
-		n, err := s.Bus.Depth(ctx, bus.Orders)
-		if err != nil || n == 0 {
+		orderMsgs, err := s.Bus.Depth(ctx, bus.Orders)
+		if err != nil {
+			return
+		}
+		fundsMsgs, err := s.Bus.Depth(ctx, bus.Funds)
+		if err != nil || orderMsgs+fundsMsgs == 0 {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			slog.Warn("stopping with order events not yet written to the ledger", "events", n)
+			slog.Warn("stopping with messages not yet written to the ledger", "order messages", orderMsgs, "funds messages", fundsMsgs)
 			return
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -15,6 +15,8 @@ type Metrics struct {
 	Consumers  *worker.ConsumerMetrics // what the consumers share
 	Orders     *worker.OrderMetrics
 	Timeouts   *worker.TimeoutMetrics
+	FundsRelay *worker.FundsRelayMetrics
+	Funds      *worker.FundsMetrics
 	Reconciler *worker.ReconcilerMetrics
 }
 
@@ -26,6 +28,8 @@ func NewMetrics(reg prometheus.Registerer) Metrics {
 		Consumers:  worker.NewConsumerMetrics(reg),
 		Orders:     worker.NewOrderMetrics(reg),
 		Timeouts:   worker.NewTimeoutMetrics(reg),
+		FundsRelay: worker.NewFundsRelayMetrics(reg),
+		Funds:      worker.NewFundsMetrics(reg),
 		Reconciler: worker.NewReconcilerMetrics(reg),
 	}
 }

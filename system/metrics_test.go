@@ -19,14 +19,16 @@ func TestLabelledCountersStartAtZero(t *testing.T) {
 	s.Relay()
 	s.OrderConsumer()
 	s.TimeoutConsumer()
+	s.FundsRelay()
+	s.FundsConsumer()
 	s.Reconciler()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"seckill_messages_published_total":   {"orders", "timeouts"},
-		"seckill_worker_dead_lettered_total": {"orders", "timeouts"},
+		"seckill_messages_published_total":   {"orders", "timeouts", "funds"},
+		"seckill_worker_dead_lettered_total": {"orders", "timeouts", "funds"},
 	}
 	got := map[string]map[string]float64{}
 	for _, mf := range mfs {

@@ -168,13 +168,37 @@ func (s *System) TimeoutConsumer() *worker.TimeoutConsumer {
 	return worker.NewTimeoutConsumer(s.Bus, s.Ledger, s.Stock, s.Funds, s.Metrics.Timeouts, s.Metrics.Consumers, TimeoutConsumerConfig(s.Config))
 }
 
-// RunConsumers runs the order consumer, the timeout consumer and the
-// watch of the dead-letter queue until ctx ends; the consumers finish the
-// work in hand before it returns.
+// FundsRelay builds the relay of the funds outboxes. It hears of the
+// movements this system's funds store makes as they are made.
+func (s *System) FundsRelay() *worker.FundsRelay {
+	return worker.NewFundsRelay(s.Funds, s.Bus, s.Metrics.FundsRelay, FundsRelayConfig(s.Config))
+}
+
+// FundsConsumer builds the consumer that writes the funds queue's
+// movements into the ledger and has their other accounts follow.
+func (s *System) FundsConsumer() *worker.FundsConsumer {
+	return worker.NewFundsConsumer(s.Bus, s.Ledger, s.Funds, s.Metrics.Funds, s.Metrics.Consumers, FundsConsumerConfig(s.Config))
+}
+
+// RunRelays runs the outbox relay of the sales and the funds relay until
+// ctx ends; both publish what their outboxes still hold before it
+// returns.
+func (s *System) RunRelays(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Relay().Run(ctx) })
+	wg.Go(func() { _ = s.FundsRelay().Run(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// RunConsumers runs the order consumer, the timeout consumer, the funds
+// consumer and the watch of the dead-letter queue until ctx ends; the
+// consumers finish the work in hand before it returns.
 func (s *System) RunConsumers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.OrderConsumer().Run(ctx) })
 	wg.Go(func() { _ = s.TimeoutConsumer().Run(ctx) })
+	wg.Go(func() { _ = s.FundsConsumer().Run(ctx) })
 	wg.Go(func() { worker.WatchDeadLetters(ctx, s.Bus, s.Metrics.Consumers) })
 	wg.Wait()
 	return nil

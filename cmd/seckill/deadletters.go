@@ -21,10 +21,11 @@ func runDeadLetters(ctx context.Context, cfg configs.Config, args []string) erro
        seckill deadletters replay
 
 list shows the dead-letter queue: each message's id, the queue it came
-from, the orders it carries and why the worker gave it up. replay moves
-the well-formed ones (order events and payment timeouts that decode and
-validate) back to their queues, to be processed again (the ledger keeps
-each order once); malformed ones stay.`)
+from, the orders or movements of money it carries and why the worker gave
+it up. replay moves the well-formed ones (order events, payment timeouts
+and movements of money that decode and validate) back to their queues, to
+be processed again (the ledger keeps each order and each transfer once,
+Redis follows each movement once); malformed ones stay.`)
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 {
@@ -58,7 +59,8 @@ each order once); malformed ones stay.`)
 }
 
 // replayable accepts the dead letters that would be processed if sent
-// again: well-formed order events and payment timeouts.
+// again: well-formed order events, payment timeouts and movements of
+// money.
 func replayable(m bus.Message) bool {
 	switch m.Headers[bus.HeaderQueue] {
 	case bus.Orders:
@@ -67,8 +69,26 @@ func replayable(m bus.Message) bool {
 	case bus.Timeouts:
 		_, err := worker.DecodeTimeout(m.Body)
 		return err == nil
+	case bus.Funds:
+		_, err := worker.DecodeMovements(m.Body)
+		return err == nil
 	}
 	return false
+}
+
+// carries says what a dead letter holds, "-" when it does not decode.
+func carries(m bus.Message) string {
+	switch m.Headers[bus.HeaderQueue] {
+	case bus.Orders:
+		if evs, err := worker.DecodeEvents(m.Body); err == nil {
+			return fmt.Sprintf("%d orders (sale %d, first %s)", len(evs), evs[0].SaleID, evs[0].OrderID)
+		}
+	case bus.Funds:
+		if ms, err := worker.DecodeMovements(m.Body); err == nil {
+			return fmt.Sprintf("%d movements (first %s)", len(ms), ms[0].ID)
+		}
+	}
+	return "-"
 }
 
 func listDeadLetters(ctx context.Context, out io.Writer, b bus.Bus, limit int) error {
@@ -81,13 +101,9 @@ func listDeadLetters(ctx context.Context, out io.Writer, b bus.Bus, limit int) e
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "message\tqueue\torders\treplayable\treason")
+	fmt.Fprintln(tw, "message\tqueue\tcarries\treplayable\treason")
 	for _, m := range dead {
-		orders := "-"
-		if evs, err := worker.DecodeEvents(m.Body); err == nil {
-			orders = fmt.Sprintf("%d (sale %d, first %s)", len(evs), evs[0].SaleID, evs[0].OrderID)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.Headers[bus.HeaderQueue], orders, replayable(m), m.Headers[bus.HeaderReason])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.Headers[bus.HeaderQueue], carries(m), replayable(m), m.Headers[bus.HeaderReason])
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "%d dead letters listed\n", len(dead))

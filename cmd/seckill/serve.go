@@ -54,8 +54,8 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 	return system.Migrate(ctx, db)
 }
 
-// serve runs the HTTP server and the outbox relay (and, for `all`, the
-// worker) until ctx is cancelled, then shuts them down in order: stop
+// serve runs the HTTP server and the outbox relays, of the sales and of
+// the funds (and, for `all`, the worker) until ctx is cancelled, then shuts them down in order: stop
 // taking requests and drain them, flush the relay, let the worker finish
 // its batch, close connections.
 func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error {
@@ -87,7 +87,7 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 		defer stop()
 	}
 	background := context.WithoutCancel(ctx)
-	stopRelay := start(background, "relay", sys.Relay().Run)
+	stopRelay := start(background, "relays", sys.RunRelays) // the sales' outboxes and the funds groups'
 	stopRebalancer := start(background, "rebalancer", sys.RunRebalancer)
 	defer stopRebalancer()
 	stopWorker := func() {}
@@ -102,10 +102,10 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 		defer stopDemo()
 	}
 	err = srv.Run(ctx, ln)
-	slog.Info("http server stopped; flushing the relay")
+	slog.Info("http server stopped; flushing the relays")
 	stopRelay()
 	sys.Drain(background)
-	slog.Info("relay stopped; stopping the worker")
+	slog.Info("relays stopped; stopping the worker")
 	stopWorker()
 	slog.Info("stopped")
 	return err

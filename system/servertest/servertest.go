@@ -284,15 +284,16 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 	return srv
 }
 
-// StartPipeline runs an outbox relay and the consumers on the env's
-// names until the test ends, and returns their bus.
+// StartPipeline runs the outbox relays (the sales' and the funds') and
+// the consumers on the env's names until the test ends, and returns their
+// bus.
 func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	t.Helper()
 	broker := Broker(t, e.Config)
 	sys := system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB, Bus: broker}, prometheus.NewRegistry())
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = sys.Relay().Run(ctx) })
+	wg.Go(func() { _ = sys.RunRelays(ctx) })
 	wg.Go(func() { _ = sys.RunConsumers(ctx) })
 	t.Cleanup(func() { stop(); wg.Wait() })
 	return broker

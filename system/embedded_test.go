@@ -1,0 +1,98 @@
+package system_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest"
+)
+
+// TestEmbeddedFundsSurviveRestart: an embedded system makes movements of
+// money and is stopped at once, in serve's order (the relays drain the
+// outboxes to the in-process bus, Drain waits for the bus, the worker
+// finishes); started again on the same data directory, its new
+// in-process Redis holds every account's balance as the old one did, by
+// the SQLite ledger, which holds each movement.
+func TestEmbeddedFundsSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	cfg := servertest.Config(t, "SECKILL_EMBEDDED=true", "SECKILL_DATA_DIR="+t.TempDir())
+	open := func() *system.System {
+		t.Helper()
+		sys, err := system.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sys.Prepare(ctx, true); err != nil {
+			sys.Close()
+			t.Fatal(err)
+		}
+		return sys
+	}
+	start := func(fn func(context.Context) error) (stop func()) {
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = fn(ctx) })
+		return func() { cancel(); wg.Wait() }
+	}
+
+	sys := open()
+	stopRelays, stopWorker := start(sys.RunRelays), start(sys.RunConsumers)
+	var made []seckill.Movement
+	for u := range 20 {
+		user := fmt.Sprint("emb-", u)
+		made = append(made, seckill.CreditMovement(user, "r", 1_000, time.Now()))
+		o := seckill.Order{ID: fmt.Sprint("emb-o-", u), UserID: user, Qty: 1, AmountCents: 400, UnitPriceCents: 400}
+		c, _ := seckill.ChargeMovement(o, 1+int64(u%2), 250, time.Now())
+		made = append(made, c)
+	}
+	for _, m := range made {
+		if _, ok, err := sys.Funds.Move(ctx, m); err != nil || !ok {
+			t.Fatalf("move %s: made %v, %v", m.ID, ok, err)
+		}
+	}
+	stopRelays()
+	sys.Drain(ctx)
+	stopWorker()
+	before, err := sys.Funds.Balances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.Close()
+
+	sys = open()
+	defer sys.Close()
+	after, err := sys.Funds.Balances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := sys.Ledger.FundsBalances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := sys.DB.Get(&n, "SELECT COUNT(*) FROM transfers"); err != nil {
+		t.Fatal(err)
+	}
+	transfers := 0
+	for _, m := range made {
+		transfers += len(m.Transfers)
+	}
+	if n != transfers {
+		t.Errorf("the ledger holds %d transfers, %d were made", n, transfers)
+	}
+	var sum int64
+	for a, b := range before {
+		sum += b
+		if after[a] != b || ledger[a] != b {
+			t.Errorf("%s: %d before the restart, %d after, %d by the ledger", a, b, after[a], ledger[a])
+		}
+	}
+	if sum != 0 || len(after) != len(before) || before[seckill.WalletOf("emb-0")] != 600 {
+		t.Errorf("balances before %v, after %v", before, after)
+	}
+}
