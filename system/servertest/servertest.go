@@ -505,12 +505,12 @@ func DialWS(t testing.TB, base string, sale int64, header http.Header) (*websock
 	return c, res, err
 }
 
-// Fund credits cents to user's wallet, as the operator's goodwill would,
-// so the user can pay; the ledger gets the credit through the funds
+// Fund tops user's wallet up by cents from the provider, as a paid
+// top-up would, so the user can pay; the ledger gets it through the funds
 // pipeline when one runs.
 func (e *Env) Fund(t testing.TB, user string, cents int64) {
 	t.Helper()
-	m := seckill.CreditMovement(user, "fund-"+Unique(), cents, time.Now())
+	m := seckill.TopupMovement("fund-"+Unique(), user, cents, time.Now())
 	if _, _, err := e.Funds.Move(context.Background(), m); err != nil {
 		t.Fatalf("servertest: fund %s: %v", user, err)
 	}
