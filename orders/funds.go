@@ -264,3 +264,55 @@ func (s *Store) SetTopupCheckout(ctx context.Context, id, ref, url string, now t
 func (s *Store) SetTopupStatus(ctx context.Context, id string, status seckill.TopupStatus, now time.Time) (bool, error) {
 	return s.changeRow(ctx, "top-up "+id, updateTopupStatus, status, now.UTC(), id)
 }
+
+// selectChargeAnomalies finds the orders whose money disagrees with their
+// status: a paid or refunded order charged other than once, a refunded
+// one without its refund (when the merchant kept something), a cancelled
+// one whose charge was not voided. O(orders with money), for the
+// reconciler.
+const selectChargeAnomalies = `SELECT o.id, o.status,
+  SUM(CASE WHEN t.kind = 'charge' THEN 1 ELSE 0 END) AS charges,
+  SUM(CASE WHEN t.kind = 'refund' THEN 1 ELSE 0 END) AS refunds,
+  SUM(CASE WHEN t.kind = 'void' AND t.credit LIKE 'wallet:%' THEN 1 ELSE 0 END) AS voids
+FROM orders o LEFT JOIN transfers t ON t.order_id = o.id
+WHERE o.charge_id IS NOT NULL OR t.id IS NOT NULL
+GROUP BY o.id, o.status`
+
+// ChargeAnomaly is an order whose transfers disagree with its status.
+type ChargeAnomaly struct {
+	OrderID string `db:"id"`
+	Status  string `db:"status"`
+	Charges int64  `db:"charges"`
+	Refunds int64  `db:"refunds"`
+	Voids   int64  `db:"voids"`
+}
+
+// ChargeAnomalies lists the orders with transfers whose count disagrees
+// with the order's status: paid, one charge and no refund; refunded, one
+// charge and at most one refund; cancelled, a charge only with its void;
+// pending, at most a charge (a payment under way, or one that died and
+// waits for its timeout's void).
+func (s *Store) ChargeAnomalies(ctx context.Context) ([]ChargeAnomaly, error) {
+	var rows []ChargeAnomaly
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectChargeAnomalies); err != nil {
+		return nil, failed("check the orders' charges", err)
+	}
+	var out []ChargeAnomaly
+	for _, r := range rows {
+		ok := false
+		switch seckill.OrderStatus(r.Status) {
+		case seckill.OrderPaid:
+			ok = r.Charges == 1 && r.Refunds == 0
+		case seckill.OrderRefunded:
+			ok = r.Charges == 1 && r.Refunds <= 1
+		case seckill.OrderCancelled:
+			ok = r.Charges == r.Voids && r.Charges <= 1 && r.Refunds == 0
+		case seckill.OrderPending:
+			ok = r.Charges <= 1 && r.Refunds == 0
+		}
+		if !ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

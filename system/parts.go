@@ -233,6 +233,22 @@ func (s *System) RunWorkers(ctx context.Context) error {
 			s.Reconciler().Watch(watch, s.Ledger, s.Config.Orders.Keep(), s.Config.Orders.ReconcileInterval)
 		}()
 		defer func() { stop(); <-done }()
+		fwatch, fstop := context.WithCancel(ctx)
+		fdone := make(chan struct{})
+		go func() { defer close(fdone); s.FundsReconciler().Watch(fwatch, s.Config.Orders.ReconcileInterval) }()
+		defer func() { fstop(); <-fdone }()
 	}
 	return s.RunConsumers(ctx)
+}
+
+// FundsReconciler builds the reconciler of money: every account's Redis
+// balance against its ledger entries.
+func (s *System) FundsReconciler() *worker.FundsReconciler {
+	var queue interface {
+		Depth(ctx context.Context, queue string) (int, error)
+	}
+	if s.Bus != nil {
+		queue = s.Bus
+	}
+	return worker.NewFundsReconciler(s.Funds, s.Ledger, queue, s.Metrics.Reconciler)
 }

@@ -427,3 +427,66 @@ func TestFundsWorkerKilledMidBatch(t *testing.T) {
 		t.Errorf("%d messages dead-lettered by the kill (%v)", n, err)
 	}
 }
+
+// TestFundsReconcile: after a burst of movements the funds reconcile to
+// the cent; a balance tampered with in Redis is drift, and so is a paid
+// order without its charge; the repair writes the ledger's sums back,
+// also after Redis lost every balance.
+func TestFundsReconcile(t *testing.T) {
+	p := newPipeline(t)
+	s := p.fundsStore()
+	run(t, p.fundsRelay(s, p.broker).Run)
+	p.fundsConsumer(t, p.broker, p.Ledger, s)
+	ctx := context.Background()
+	made := move(t, s, credits("rec", 20, 3, 700), 16)
+	made = append(made, move(t, s, charges("rec", 20, 1, 900), 16)...)
+	p.waitFunds(t, s, made, 30*time.Second)
+
+	fr := worker.NewFundsReconciler(s, p.Ledger, p.broker, nil)
+	rep, err := fr.Wait(ctx, 10*time.Second)
+	if err != nil || len(rep.Drift) != 0 || rep.InFlight || rep.RedisSum != 0 || rep.LedgerSum != 0 || rep.Accounts < 21 {
+		t.Fatalf("after the burst: %+v %v", rep, err)
+	}
+
+	// A cent appears in Redis from nowhere.
+	wallet := seckill.WalletOf("rec-user-3")
+	p.Redis.HIncrBy(ctx, p.Keys.Funds(s.Group(wallet)).Balances(), string(wallet), 1)
+	if rep, err := fr.Check(ctx); err != nil || len(rep.Drift) != 2 { // the account, and the sum
+		t.Errorf("a tampered balance: %+v %v", rep, err)
+	}
+	if err := fr.Repair(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := fr.Check(ctx); err != nil || len(rep.Drift) != 0 {
+		t.Errorf("after the repair: %+v %v", rep, err)
+	}
+
+	// Redis loses every balance: the repair brings each back.
+	servertest.DeleteKeys(t, p.Redis, p.Config.Redis.Prefix+":funds:*")
+	if rep, _ := fr.Check(ctx); len(rep.Drift) == 0 {
+		t.Error("no drift after Redis lost the balances")
+	}
+	if err := fr.Repair(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Balance(ctx, wallet); err != nil || b != 3*700-900 {
+		t.Errorf("%s holds %d after the repair (%v), want %d", wallet, b, err, 3*700-900)
+	}
+	if rep, err := fr.Check(ctx); err != nil || len(rep.Drift) != 0 {
+		t.Errorf("after the repair from the ledger: %+v %v", rep, err)
+	}
+
+	// A paid order whose charge never reached the ledger.
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 5, PriceCents: 10})
+	e := seckill.Event{OrderID: seckill.NewOrderID(sale.ID), SaleID: sale.ID, UserID: "rec-ghost", Qty: 1, PriceCents: 10,
+		RequestID: "rec-ghost-request", At: time.Now().UnixMilli()}
+	if err := p.Ledger.InsertOrders(ctx, []seckill.Order{e.Order(time.Hour, time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Ledger.SetPaid(ctx, e.OrderID, seckill.ChargeID(e.OrderID), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := fr.Check(ctx); err != nil || len(rep.Drift) != 1 || !strings.Contains(rep.Drift[0], e.OrderID) {
+		t.Errorf("a paid order without its charge: %+v %v", rep, err)
+	}
+}

@@ -84,6 +84,9 @@ type ReconcilerMetrics struct {
 	// What the alerts watch (configs/prometheus/alerts.yml).
 	drifts     prometheus.Counter
 	reconciled prometheus.Counter
+	// The funds reconciler's.
+	fundsDrifted prometheus.Counter
+	fundsChecked prometheus.Counter
 }
 
 // NewReconcilerMetrics registers the reconciler's series on reg.
@@ -95,8 +98,14 @@ func NewReconcilerMetrics(reg prometheus.Registerer) *ReconcilerMetrics {
 		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_reconcile_checks_total", Help: "Sales the reconciler checked.",
 		}),
+		fundsDrifted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_funds_reconcile_drifts_total", Help: "Funds checks that found Redis and the ledger disagreeing: an account, a sum, or an order's transfers.",
+		}),
+		fundsChecked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_funds_reconcile_checks_total", Help: "Checks of every account's Redis balance against its ledger entries.",
+		}),
 	}
-	reg.MustRegister(m.drifts, m.reconciled)
+	reg.MustRegister(m.drifts, m.reconciled, m.fundsDrifted, m.fundsChecked)
 	return m
 }
 

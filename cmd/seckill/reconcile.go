@@ -22,8 +22,9 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 	sale := fs.Int64("sale", 0, "reconcile this sale only (default: every sale whose Redis keys should exist)")
 	repair := fs.Bool("repair", false, "write orders missing from the ledger beyond reconcile_grace into it, then rebuild Redis from the ledger (pauses a live sale while it drains)")
 	wait := fs.Duration("wait", 0, "wait up to this long for orders in flight to reach the ledger")
+	funds := fs.Bool("funds", false, "reconcile money instead: every account's Redis balance against its ledger entries, their sums, the orders' charges; with --repair, write the ledger's sums into Redis once nothing is on its way")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: seckill reconcile [--sale N] [--repair] [--wait D]")
+		fmt.Fprintln(fs.Output(), "usage: seckill reconcile [--sale N | --funds] [--repair] [--wait D]")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -37,6 +38,9 @@ func runReconcile(ctx context.Context, cfg configs.Config, args []string) error 
 		return err
 	}
 	defer sys.Close()
+	if *funds {
+		return reconcileFunds(ctx, os.Stdout, sys.FundsReconciler(), *repair, *wait)
+	}
 	keep := cfg.Orders.Keep()
 	rc := sys.Reconciler()
 	ids := []int64{*sale}
@@ -86,5 +90,30 @@ func reconcile(ctx context.Context, out io.Writer, rc *worker.Reconciler, ids []
 		return fmt.Errorf("%w in %d of %d sales", errDrift, drifted, len(reports))
 	}
 	fmt.Fprintf(out, "%d sales reconciled\n", len(reports))
+	return nil
+}
+
+// reconcileFunds checks (and with repair, rebuilds from the ledger) every
+// account's balance and prints the verdict.
+func reconcileFunds(ctx context.Context, out io.Writer, fr *worker.FundsReconciler, repair bool, wait time.Duration) error {
+	if repair {
+		if err := fr.Repair(ctx, max(wait, 10*time.Second)); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "funds: wrote the ledger's sums into Redis")
+	}
+	rep, err := fr.Wait(ctx, wait)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "funds: %d accounts, Redis adds up to %d, the ledger to %d, in flight %v\n", rep.Accounts, rep.RedisSum,
+		rep.LedgerSum, rep.InFlight)
+	for _, d := range rep.Drift {
+		fmt.Fprintln(out, "funds:", d)
+	}
+	if len(rep.Drift) > 0 {
+		return fmt.Errorf("%w: %d disagreements in the funds", errDrift, len(rep.Drift))
+	}
+	fmt.Fprintln(out, "funds reconciled")
 	return nil
 }
