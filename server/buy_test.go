@@ -507,6 +507,18 @@ func TestHealthReadyMetrics(t *testing.T) {
 			t.Errorf("metrics at the start lack %s", want)
 		}
 	}
+	// So do the answers of payments and of the provider's webhooks the
+	// alerts watch.
+	for _, c := range []string{"ok", "insufficient_funds", "order_cancelled", "order_refunded", "order_not_found", "unavailable"} {
+		if want := fmt.Sprintf(`seckill_payments_total{outcome=%q} 0`, c); !strings.Contains(m.Raw, want) {
+			t.Errorf("metrics at the start lack %s", want)
+		}
+	}
+	for _, c := range []string{"ok", "invalid_signature", "invalid_request"} {
+		if want := fmt.Sprintf(`seckill_webhooks_total{outcome=%q} 0`, c); !strings.Contains(m.Raw, want) {
+			t.Errorf("metrics at the start lack %s", want)
+		}
+	}
 	for _, want := range []string{`seckill_rate_limiter_keys{limiter="user"} 0`, `seckill_rate_limiter_keys{limiter="ip"} 0`} {
 		if !strings.Contains(m.Raw, want) {
 			t.Errorf("metrics at the start lack %s", want)

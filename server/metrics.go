@@ -16,7 +16,23 @@ type metrics struct {
 	latency    *prometheus.HistogramVec
 	outcomes   *prometheus.CounterVec
 	limiterKey *prometheus.GaugeVec
+	// Money's answers: what the alerts on refused charges and forged or
+	// mis-signed webhooks watch (configs/prometheus/alerts.yml).
+	payments *prometheus.CounterVec
+	webhooks *prometheus.CounterVec
 }
+
+// paymentOutcomes are the codes POST /api/orders/{id}/pay answers
+// (sales.Service.Pay's, a backing service down, a client gone) and
+// webhookOutcomes those of POST /api/payments/webhook
+// (payments.Service.Webhook's and its body's): exported at 0 from the
+// start. Any other code is still counted when it comes.
+var (
+	paymentOutcomes = []seckill.Code{seckill.CodeOK, seckill.CodeInsufficientFunds, seckill.CodeOrderCancelled,
+		seckill.CodeOrderRefunded, seckill.CodeOrderNotFound, seckill.CodeUnavailable, seckill.CodeInternal, seckill.CodeClientCancelled}
+	webhookOutcomes = []seckill.Code{seckill.CodeOK, seckill.CodeInvalidSignature, seckill.CodeInvalid, seckill.CodeBodyTooLarge,
+		seckill.CodeRequestTimeout, seckill.CodeUnavailable, seckill.CodeInternal, seckill.CodeClientCancelled}
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -37,6 +53,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_rate_limiter_keys",
 			Help: "Keys tracked by the per-user and per-IP buy limiters.",
 		}, []string{"limiter"}),
+		payments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_payments_total",
+			Help: "Order payments (POST /api/orders/{id}/pay) by outcome: ok or the API error code.",
+		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_webhooks_total",
+			Help: "Payment provider webhooks (POST /api/payments/webhook) by outcome: ok or the API error code.",
+		}, []string{"outcome"}),
 	}
 	// Every outcome is exported from the start, so a dashboard reads 0
 	// rather than "No data" for an outcome not seen yet. Requests are not:
@@ -44,7 +68,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, c := range seckill.Codes() {
 		m.outcomes.WithLabelValues(string(c))
 	}
-	reg.MustRegister(m.requests, m.latency, m.outcomes, m.limiterKey)
+	for _, c := range paymentOutcomes {
+		m.payments.WithLabelValues(string(c))
+	}
+	for _, c := range webhookOutcomes {
+		m.webhooks.WithLabelValues(string(c))
+	}
+	reg.MustRegister(m.requests, m.latency, m.outcomes, m.limiterKey, m.payments, m.webhooks)
 	return m
 }
 
@@ -60,4 +90,14 @@ func (m *metrics) observe(c *gin.Context) {
 	method := c.Request.Method
 	m.requests.WithLabelValues(route, method, strconv.Itoa(c.Writer.Status())).Inc()
 	m.latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+}
+
+// outcome is the code a request is answered with: ok without an error,
+// else the code abort answers err with (client_cancelled for a client
+// that went away).
+func outcome(c *gin.Context, err error) string {
+	if err == nil {
+		return string(seckill.CodeOK)
+	}
+	return string(answerFor(c, err).code)
 }

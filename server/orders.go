@@ -87,6 +87,7 @@ func (s *Server) getOrder(c *gin.Context) {
 // window is open. Paying twice is fine; paying a cancelled order is not.
 func (s *Server) payOrder(c *gin.Context) {
 	o, err := s.Sales.Pay(c.Request.Context(), c.Param("id"), currentUser(c).ID)
+	s.metrics.payments.WithLabelValues(outcome(c, err)).Inc()
 	s.writeOrder(c, o, err)
 }
 

@@ -174,4 +174,12 @@ func TestTopupThroughStripe(t *testing.T) {
 	if r := deliver(t, st, other, sign(other, "whsec_new", now)); r.Status != 200 || walletOf(t, st, user) != 4200 {
 		t.Errorf("an unknown top-up's event: %v", r)
 	}
+	// Each delivery is counted by its answer's code.
+	m := call(t, st.h, "GET", "/metrics", nil, admin()).Raw
+	for _, want := range []string{`seckill_webhooks_total{outcome="invalid_signature"} 5`, `seckill_webhooks_total{outcome="invalid_request"} 2`,
+		`seckill_webhooks_total{outcome="ok"} 4`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grep(m, "seckill_webhooks_total"))
+		}
+	}
 }

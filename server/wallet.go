@@ -225,10 +225,12 @@ const webhookBodyLimit = 64 << 10
 func (s *Server) paymentWebhook(c *gin.Context) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		abort(c, readError(err))
-		return
+		err = readError(err)
+	} else {
+		err = s.Topups.Webhook(c.Request.Context(), body, c.GetHeader("Stripe-Signature"))
 	}
-	if err := s.Topups.Webhook(c.Request.Context(), body, c.GetHeader("Stripe-Signature")); err != nil {
+	s.metrics.webhooks.WithLabelValues(outcome(c, err)).Inc()
+	if err != nil {
 		abort(c, err)
 		return
 	}

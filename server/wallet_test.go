@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,13 @@ func TestWalletCreditAndPay(t *testing.T) {
 	}
 	if r := pay(bob, ob); r.Status != 200 || wallet(bob) != 0 {
 		t.Errorf("paying once funded: %v, wallet %d", r, wallet(bob))
+	}
+	// Each answer is counted by its code (alice's second payment too).
+	m := call(t, st.h, "GET", "/metrics", nil, admin()).Raw
+	for _, want := range []string{`seckill_payments_total{outcome="ok"} 3`, `seckill_payments_total{outcome="insufficient_funds"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grep(m, "seckill_payments_total"))
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill/bench"
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/system/servertest"
 )
 
@@ -110,6 +111,15 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 		n, err := promQuery(base, `sum(increase(seckill_worker_orders_persisted_total[1m])) > 0 and sum(increase(seckill_buy_outcomes_total[1m])) > 0`)
 		return err == nil && n > 0, fmt.Sprintf("%d series, %v", n, err)
 	})
+	// Money moves too: its panels' outcomes read 0 from the start, so
+	// only payments, a webhook and movements reaching the ledger show
+	// that they count what happens.
+	moveMoney(t, "http://"+child.Addr, cfg.Sessions.AdminToken, cfg.Sessions.JWTSecret)
+	servertest.WaitFor(t, 30*time.Second, "Prometheus to see the payments, the webhook and the movements in the ledger", func() (bool, string) {
+		n, err := promQuery(base, `sum(increase(seckill_payments_total{outcome="ok"}[1m])) > 0 and sum(increase(seckill_payments_total{outcome="insufficient_funds"}[1m])) > 0`+
+			` and sum(increase(seckill_webhooks_total{outcome="invalid_signature"}[1m])) > 0 and sum(increase(seckill_funds_ledger_lag_seconds_count[1m])) > 0`)
+		return err == nil && n > 0, fmt.Sprintf("%d series, %v", n, err)
+	})
 
 	var dash struct {
 		Panels []struct {
@@ -126,11 +136,12 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatal(err)
 	}
-	// Panels that show the burst; the rest (errors, RabbitMQ's own series)
-	// may be empty on a healthy run.
+	// Panels that show the burst and its payments; the rest (errors,
+	// RabbitMQ's own series) may be empty on a healthy run.
 	traffic := map[string]bool{"Buys by outcome": true, "Buy latency p50 / p99": true, "Stock per sale": true,
 		"Outbox and ledger lag": true, "Relay and worker throughput": true, "Queue depths": true,
-		"Redis CPU per decision": true, "WebSocket watchers": true, "Batch size (coalescing)": true}
+		"Redis CPU per decision": true, "WebSocket watchers": true, "Batch size (coalescing)": true,
+		"Payments by outcome": true, "Funds outbox and ledger lag": true, "Webhooks by outcome": true}
 	for _, p := range dash.Panels {
 		series := 0
 		for _, tg := range p.Targets {
@@ -207,6 +218,46 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 		t.Errorf("Prometheus loaded %d rules of %d", got, n)
 	}
 	t.Logf("%d panels and %d alert expressions ran on Prometheus after a burst of %d buys (%d accepted)", len(dash.Panels), n, rep.Requests, rep.Accepted)
+}
+
+// moveMoney pays on the child at base: the operator credits three
+// shoppers' wallets, they and a fourth without funds each buy a unit of a
+// priced sale and pay it (the fourth is refused for insufficient funds),
+// and a webhook without a signature is refused.
+func moveMoney(t *testing.T, base, adminToken, jwtSecret string) {
+	t.Helper()
+	c := &child{base: base}
+	now := time.Now().UTC()
+	status, sale := c.do(t, "POST", "/admin/api/sales", adminToken, map[string]any{
+		"name": "Paid sale", "item": "Thing", "price_cents": 250, "total": 10, "per_user_limit": 1,
+		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour)})
+	if status != 201 {
+		t.Fatalf("create a priced sale: %d %v", status, sale)
+	}
+	for i, user := range []string{"dash_payer_1", "dash_payer_2", "dash_payer_3", "dash_broke"} {
+		token, _, err := sessions.MintToken([]byte(jwtSecret), user, user, time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		funded := i < 3
+		if funded {
+			if status, ans := c.do(t, "POST", "/admin/api/wallets/"+user+"/credit", adminToken,
+				map[string]any{"amount_cents": 250, "reason": "dashboard test", "request_id": "dash-credit-" + user}); status != 201 {
+				t.Fatalf("credit %s: %d %v", user, status, ans)
+			}
+		}
+		status, ans := c.do(t, "POST", fmt.Sprintf("/api/sales/%v/buy", sale["id"]), token, map[string]any{"qty": 1, "request_id": "dash-buy-" + user})
+		if status != 200 {
+			t.Fatalf("buy for %s: %d %v", user, status, ans)
+		}
+		status, ans = c.do(t, "POST", "/api/orders/"+ans["order_id"].(string)+"/pay", token, nil)
+		if funded && (status != 200 || ans["status"] != "paid") || !funded && (status != 402 || !strings.Contains(fmt.Sprint(ans), "insufficient_funds")) {
+			t.Fatalf("pay for %s (funded %v): %d %v", user, funded, status, ans)
+		}
+	}
+	if status, ans := c.do(t, "POST", "/api/payments/webhook", "", map[string]any{"type": "checkout.session.completed"}); status != 400 || !strings.Contains(fmt.Sprint(ans), "invalid_signature") {
+		t.Fatalf("an unsigned webhook: %d %v", status, ans)
+	}
 }
 
 var (
