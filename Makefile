@@ -36,13 +36,13 @@ services:
 	scripts/services.sh
 
 ## test: the whole suite against the real services (started first), then
-## the inventory and server suites again on a 3-master Redis Cluster that
+## the inventory, server and funds suites again on a 3-master Redis Cluster that
 ## the tests start on loopback ports of their own
 test: services
 	$(GO) vet $(PKGS)
 	cd configs/prometheus && promtool check rules alerts.yml && promtool test rules alerts_test.yml
 	$(GO) test -count=1 -timeout 8m $(PKGS)
-	SECKILL_TEST_REDIS=cluster $(GO) test -count=1 -timeout 5m ./inventory ./server
+	SECKILL_TEST_REDIS=cluster $(GO) test -count=1 -timeout 5m ./inventory ./server ./funds
 
 ## test-race: the suite under the race detector (slower)
 test-race: services
