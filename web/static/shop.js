@@ -4,7 +4,7 @@ import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow,
 } from "./common.js";
-import { Code, Local, Phase, QueueStatus } from "./codes.js";
+import { Code, Local, Phase, QueueStatus, OrderStatus } from "./codes.js";
 import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
 
 const pg = page($("#app"));
@@ -622,7 +622,7 @@ async function ordersView() {
       badge.className = `badge ${o.status}`;
       badge.textContent = o.status;
       const ms = Date.parse(o.expires_at) - serverNow();
-      const payable = o.status === "pending" && ms > 0;
+      const payable = o.status === OrderStatus.Pending && ms > 0;
       left.textContent = payable ? ` ${duration(ms)} left` : "";
       cell.replaceChildren(...(payable ? [pay, left] : []));
     };
@@ -631,7 +631,7 @@ async function ordersView() {
       try {
         Object.assign(o, await api("POST", `/api/orders/${o.order_id}/pay`));
       } catch (e) {
-        if (e.code === Code.OrderCancelled) o.status = "cancelled";
+        if (e.code === Code.OrderCancelled) o.status = OrderStatus.Cancelled;
         else alert(e.message);
       }
       pay.disabled = false;
