@@ -17,9 +17,11 @@ var (
 	byCode    = regexp.MustCompile(`\[\s*\w+\.code\s*\]`)
 )
 
-// TestPagesNameCodesInOneModule: the outcome codes and the sale states the
+// TestPagesNameCodesInOneModule: the outcome codes and the states (of a
+// sale, a waiting room, an order, a top-up; the kinds of a transfer) the
 // pages act on are named in codes.js only, each code one of the server's
-// table (or one of the pages' own, in Local); no other script spells one
+// table (or one of the pages' own, in Local), each state one of the
+// domain's; no other script spells one
 // as a string or picks from a table keyed by them, so a renamed code
 // cannot be missed in one place of many.
 func TestPagesNameCodesInOneModule(t *testing.T) {
@@ -46,6 +48,12 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 			t.Errorf("codes.js: Phase.%s is %q, not a phase of a sale", m[1], m[2])
 		case group == "QueueStatus" && !slices.Contains(queueStatuses, seckill.QueueStatus(m[2])):
 			t.Errorf("codes.js: QueueStatus.%s is %q, not a status of a waiting room", m[1], m[2])
+		case group == "OrderStatus" && !slices.Contains(orderStatuses, seckill.OrderStatus(m[2])):
+			t.Errorf("codes.js: OrderStatus.%s is %q, not a status of an order", m[1], m[2])
+		case group == "TransferKind" && !slices.Contains(transferKinds, seckill.TransferKind(m[2])):
+			t.Errorf("codes.js: TransferKind.%s is %q, not a kind of transfer", m[1], m[2])
+		case group == "TopupStatus" && !slices.Contains(topupStatuses, seckill.TopupStatus(m[2])):
+			t.Errorf("codes.js: TopupStatus.%s is %q, not a status of a top-up", m[1], m[2])
 		}
 	}
 	for _, c := range seckill.Codes() {
@@ -79,7 +87,17 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 	}
 }
 
-// phases are the states of a sale as shoppers see them.
+// queueStatuses are where a shopper stands in a waiting room.
 var queueStatuses = []seckill.QueueStatus{seckill.QueueWaiting, seckill.QueueAdmitted, seckill.QueueSoldOut, seckill.QueueNotInQueue}
 
+// phases are the states of a sale as shoppers see them.
 var phases = []seckill.Phase{seckill.PhaseScheduled, seckill.PhaseActive, seckill.PhasePaused, seckill.PhaseSoldOut, seckill.PhaseEnded}
+
+// orderStatuses, transferKinds and topupStatuses are the states of an
+// order, the kinds of a statement's lines and the states of a top-up.
+var (
+	orderStatuses = []seckill.OrderStatus{seckill.OrderPending, seckill.OrderPaid, seckill.OrderCancelled, seckill.OrderRefunded}
+	transferKinds = []seckill.TransferKind{seckill.TransferTopup, seckill.TransferCharge, seckill.TransferFee, seckill.TransferRefund,
+		seckill.TransferCredit, seckill.TransferPayout, seckill.TransferVoid}
+	topupStatuses = []seckill.TopupStatus{seckill.TopupPending, seckill.TopupSucceeded, seckill.TopupFailed}
+)

@@ -2,10 +2,15 @@
 // merchant's email, password and code), sales list, create/edit form,
 // restock, pause/resume/end, live dashboard with the sale's history and
 // audit timeline, the audit log, merchants (the operator), the second
-// factor (a merchant). Hash routes: #/, #/new, #/sales/{id},
-// #/sales/{id}/edit, #/audit, #/merchants, #/me.
-import { $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime } from "./common.js";
-import { Code, Phase } from "./codes.js";
+// factor (a merchant), the balance with its statement, refunds and (the
+// operator) credits to a shopper's wallet. Hash routes: #/, #/new,
+// #/sales/{id}, #/sales/{id}/edit, #/audit, #/merchants, #/me, #/balance,
+// #/balance/{merchant id} (the operator).
+import {
+  $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
+  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent,
+} from "./common.js";
+import { Code, Phase, TransferKind } from "./codes.js";
 
 const pg = page($("#app"));
 
@@ -33,6 +38,9 @@ async function whoAmI() {
   let s = { signed_in: false };
   try { s = await api("GET", "/admin/api/session"); } catch (e) { /* shown as logged out */ }
   signedIn(s);
+  if (me) {
+    try { setCurrency((await api("GET", "/admin/api/balance")).currency); } catch (e) { /* prices in the default currency */ }
+  }
   return me;
 }
 
@@ -590,6 +598,147 @@ async function meView() {
   v.show(el("h1", {}, "Second factor"), el("div", { class: "card" }, start, out));
 }
 
+// balanceView shows an account's balance and its statement: a merchant's
+// own; the operator's choice of the platform's (merchant 0: its fees, its
+// own sales, the credits it paid) or a merchant's. Beside it a refund of
+// an order (a charge in the statement fills it in) and, for the operator,
+// a credit to a shopper's wallet.
+async function balanceView(merchant) {
+  const v = pg.begin();
+  nav("balance");
+  const of = merchant ? `merchant_id=${merchant}` : "";
+  let b, merchants = [];
+  try {
+    b = await guard(() => api("GET", `/admin/api/balance${of ? `?${of}` : ""}`));
+    if (b && me.role === "operator") merchants = ((await guard(() => api("GET", "/admin/api/merchants"))) || { merchants: [] }).merchants;
+  } catch (e) {
+    return v.show(el("h1", {}, "Balance"), el("p", { class: "result bad" }, e.message));
+  }
+  if (!b) return;
+  setCurrency(b.currency);
+  const operator = me.role === "operator";
+  const named = merchants.find((m) => m.id === merchant);
+  const balance = el("div", { class: "n", id: "balance" }, money(b.balance_cents));
+  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, "Updating: the latest movements are on their way…");
+  const refunded = new Set(); // orders the lines shown were refunded: no button on their charge (a refund is newer)
+  const st = statement(b.account, async (before) => (await guard(() => api("GET",
+    `/admin/api/transfers?limit=20${of ? `&${of}` : ""}${before ? `&before_id=${encodeURIComponent(before)}` : ""}`))) || { transfers: [] },
+  (t) => {
+    if (t.kind === TransferKind.Refund) refunded.add(t.order_id);
+    if (t.kind !== TransferKind.Charge || !t.order_id || refunded.has(t.order_id)) return null;
+    return el("button", { class: "small", type: "button", "data-refund": t.order_id, onclick: () => {
+      order.value = t.order_id;
+      reason.focus();
+    } }, "Refund…");
+  });
+  // The balance read above is the first; the view follows the account
+  // from there (common.js keepCurrent).
+  let first = b;
+  const current = keepCurrent(v, async () => {
+    const fresh = first || (await guard(() => api("GET", `/admin/api/balance${of ? `?${of}` : ""}`)));
+    first = null;
+    if (fresh) {
+      b = fresh;
+      balance.textContent = money(b.balance_cents);
+    }
+    return b.balance_cents;
+  }, st, behind);
+
+  // Refund an order: the server refuses what it must (another's order, a
+  // refund made already, an account that paid the money out), in words.
+  const order = el("input", { id: "refund-order", maxlength: "64", autocomplete: "off", spellcheck: "false" });
+  const reason = el("input", { id: "refund-reason", maxlength: "200", placeholder: "e.g. damaged in transit" });
+  const refundErr = el("p", { class: "err", id: "refund-error", role: "alert" });
+  const refundOut = el("div", { id: "refund-result" });
+  const refund = el("button", { class: "primary", type: "submit", id: "refund-submit" }, "Refund");
+  const refundForm = el("form", { class: "card stack money-form", id: "refund-form", novalidate: true, onsubmit: async (ev) => {
+    ev.preventDefault();
+    refundErr.textContent = "";
+    refundOut.replaceChildren();
+    const id = order.value.trim(), why = reason.value.trim();
+    if (!id || !why) {
+      refundErr.textContent = "Type the order's id and the reason for the refund.";
+      return;
+    }
+    refund.disabled = true;
+    try {
+      const o = await guard(() => api("POST", `/admin/api/orders/${encodeURIComponent(id)}/refund`, { reason: why }));
+      if (o) {
+        refundOut.replaceChildren(el("div", { class: "result good" }, "Order ", el("span", { class: "mono" }, o.order_id),
+          ` refunded: ${money(o.amount_cents)} went back to the shopper's wallet, and its ${o.qty} unit${o.qty === 1 ? " is" : "s are"} on sale again.`));
+        order.value = "";
+        reason.value = "";
+        current.awaiting((ts) => ts.some((t) => t.kind === TransferKind.Refund && t.order_id === o.order_id));
+      }
+    } catch (e) {
+      refundErr.textContent = e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
+    }
+    refund.disabled = false;
+  } },
+  el("h2", {}, "Refund an order"),
+  el("p", { class: "muted", style: "margin:0" }, "The whole payment goes back to the shopper's wallet, from this account and the platform's fee."),
+  el("label", {}, "Order id", order), el("label", {}, "Reason (for the audit log)", reason), refundErr, refund, refundOut);
+
+  // The operator's goodwill: from the platform's account to a wallet, once
+  // per request id (kept while the same credit is retried).
+  let creditForm = null;
+  if (operator) {
+    const user = el("input", { id: "credit-user", maxlength: "64", autocomplete: "off", spellcheck: "false", placeholder: "the shopper's id, e.g. g_…" });
+    const amount = el("input", { id: "credit-amount", inputmode: "decimal", autocomplete: "off", placeholder: `e.g. ${toUnits(500)}` });
+    const why = el("input", { id: "credit-reason", maxlength: "200", placeholder: "e.g. late delivery" });
+    const err = el("p", { class: "err", id: "credit-error", role: "alert" });
+    const out = el("div", { id: "credit-result" });
+    const submit = el("button", { class: "primary", type: "submit", id: "credit-submit" }, "Credit");
+    let intent = null; // {key, id}
+    creditForm = el("form", { class: "card stack money-form", id: "credit-form", novalidate: true, onsubmit: async (ev) => {
+      ev.preventDefault();
+      err.textContent = "";
+      out.replaceChildren();
+      const cents = parseUnits(amount.value);
+      if (!user.value.trim() || !why.value.trim() || cents === null || cents < 1) {
+        err.textContent = `Type the shopper's id, an amount in ${currentCurrency()} (like ${toUnits(500)}) and a reason.`;
+        return;
+      }
+      const key = [user.value.trim(), cents, why.value.trim()].join("\n");
+      if (!intent || intent.key !== key) intent = { key, id: requestID() };
+      submit.disabled = true;
+      try {
+        const t = await guard(() => api("POST", `/admin/api/wallets/${encodeURIComponent(user.value.trim())}/credit`,
+          { amount_cents: cents, reason: why.value.trim(), request_id: intent.id }));
+        if (t) {
+          out.replaceChildren(el("div", { class: "result good" }, `Credited ${money(t.amount_cents)} to `,
+            el("span", { class: "mono" }, user.value.trim()), "'s wallet."));
+          intent = null;
+          user.value = amount.value = why.value = "";
+          if (b.account === t.debit) current.awaiting((ts) => ts.some((x) => x.id === t.id));
+        }
+      } catch (e) {
+        err.textContent = e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
+      }
+      submit.disabled = false;
+    } },
+    el("h2", {}, "Credit a wallet"),
+    el("p", { class: "muted", style: "margin:0" }, "Goodwill from the platform's account to a shopper's wallet (the shopper's id is on their wallet page)."),
+    el("label", {}, "Shopper id", user), el("label", {}, `Amount (${currentCurrency()})`, amount), el("label", {}, "Reason (for the audit log)", why),
+    err, submit, out);
+  }
+
+  const whose = operator ? el("select", { id: "balance-of", "aria-label": "Whose account", onchange: (ev) => {
+    location.hash = ev.target.value === "0" ? "#/balance" : `#/balance/${ev.target.value}`;
+  } }, el("option", { value: "0", selected: !merchant }, "The platform"),
+  merchants.map((m) => el("option", { value: String(m.id), selected: m.id === merchant }, `${m.name} (${m.email})`))) : null;
+  const title = !operator ? "Your account" : merchant ? (named ? userText(named.name) : `Merchant ${merchant}`) : "The platform's account";
+  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Balance"), whose),
+    el("div", { class: "money-top" },
+      el("section", { class: "card balance" }, el("div", { class: "l" }, title), balance,
+        el("p", { class: "muted small" }, "Account ", el("span", { class: "mono", id: "balance-account" }, b.account)),
+        el("p", { class: "muted small" }, operator && !merchant
+          ? "Platform fees and the operator's own sales come in; goodwill credits go out (it may go below zero)."
+          : "Paid orders come in, less the platform's fee; refunds and payouts go out.")),
+      refundForm, creditForm),
+    el("h2", {}, "Statement"), behind, st.box);
+}
+
 function route() {
   const h = location.hash.replace(/^#/, "") || "/";
   let m;
@@ -597,6 +746,8 @@ function route() {
   if ((m = h.match(/^\/audit\/(\d+)$/))) return auditView(Number(m[1]));
   if (h === "/merchants") return merchantsView();
   if (h === "/me") return meView();
+  if (h === "/balance") return balanceView(0);
+  if ((m = h.match(/^\/balance\/(\d+)$/))) return balanceView(Number(m[1]));
   if (h === "/new") return formView(null);
   if ((m = h.match(/^\/sales\/(\d+)\/edit$/))) return formView(Number(m[1]));
   if ((m = h.match(/^\/sales\/(\d+)$/))) return dashboardView(Number(m[1]));

@@ -1,4 +1,5 @@
-// The outcome codes the pages act on, and the states of a sale they show,
+// The outcome codes the pages act on, and the states they show (of a
+// sale, a waiting room, an order, a top-up; the kinds of a transfer),
 // named in this one module. Every refusal shows the server's own message;
 // the pages branch only on these codes (the server's, from its one table:
 // docs/api.md, Errors) and the two of their own in Local.
@@ -19,6 +20,8 @@ export const Code = Object.freeze({
   NotEligible: "not_eligible",
   PassRequired: "pass_required",
   PassInvalid: "pass_invalid",
+  InsufficientFunds: "insufficient_funds",
+  OrderRefunded: "order_refunded",
   Internal: "internal",
 });
 
@@ -46,4 +49,31 @@ export const QueueStatus = Object.freeze({
   Admitted: "admitted",
   SoldOut: "sold_out",
   NotInQueue: "not_in_queue",
+});
+
+// OrderStatus is where an order stands.
+export const OrderStatus = Object.freeze({
+  Pending: "pending",
+  Paid: "paid",
+  Cancelled: "cancelled",
+  Refunded: "refunded",
+});
+
+// TransferKind says why money moved: a statement line's kind.
+export const TransferKind = Object.freeze({
+  Topup: "topup",
+  Charge: "charge",
+  Fee: "fee",
+  Refund: "refund",
+  Credit: "credit",
+  Payout: "payout",
+  Void: "void",
+});
+
+// TopupStatus is where a top-up stands: pending until the provider says
+// the shopper paid (succeeded) or gave up (failed).
+export const TopupStatus = Object.freeze({
+  Pending: "pending",
+  Succeeded: "succeeded",
+  Failed: "failed",
 });

@@ -1,6 +1,6 @@
 // Shared by the shopper page and the admin panel: API calls, money and
-// time formatting, server-clock offset, live stock.
-import { Code, Local, Phase } from "./codes.js";
+// time formatting, statements, server-clock offset, live stock.
+import { Code, Local, Phase, TransferKind } from "./codes.js";
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -120,8 +120,172 @@ function noteServerDate(res) {
 }
 export const serverNow = () => Date.now() + offsetMs;
 
-export const money = (cents) =>
-  (cents / 100).toLocaleString(undefined, { style: "currency", currency: "USD" });
+// Money is integer minor units of the deployment's currency (ISO 4217),
+// which the pages learn from the first balance they read (USD until then).
+let currency = "USD";
+export function setCurrency(c) {
+  if (typeof c === "string" && /^[A-Z]{3}$/.test(c)) currency = c;
+}
+export const currentCurrency = () => currency;
+
+// minorDigits is how many of the currency's minor units make a unit's
+// decimals: 2 for USD, 0 for JPY, 3 for BHD.
+export const minorDigits = (c = currency) =>
+  new Intl.NumberFormat(undefined, { style: "currency", currency: c }).resolvedOptions().maximumFractionDigits;
+
+// toUnits writes an integer of minor units as a decimal string of units,
+// exactly ("4999" → "49.99"), never through a float.
+export function toUnits(minor, c = currency) {
+  const d = minorDigits(c);
+  const n = BigInt(minor);
+  const abs = n < 0n ? -n : n;
+  const whole = (abs / 10n ** BigInt(d)).toString();
+  const frac = d ? "." + (abs % 10n ** BigInt(d)).toString().padStart(d, "0") : "";
+  return (n < 0n ? "-" : "") + whole + frac;
+}
+
+// money formats minor units as an amount in the currency; signed shows a
+// + before a positive amount (a statement's credits).
+export function money(minor, signed = false) {
+  const f = new Intl.NumberFormat(undefined, { style: "currency", currency, signDisplay: signed ? "exceptZero" : "auto" });
+  return f.format(toUnits(minor)); // a decimal string formats exactly
+}
+
+// parseUnits reads an amount typed in units ("20", "20.5", "20,50") as an
+// integer of minor units, exactly; null when it is not one: a sign,
+// thousands separators, more decimals than the currency has, or beyond
+// what a number holds exactly.
+export function parseUnits(s, c = currency) {
+  const d = minorDigits(c);
+  const m = String(s).trim().match(d ? new RegExp(`^(\\d+)(?:[.,](\\d{0,${d}}))?$`) : /^(\d+)$/);
+  if (!m) return null;
+  const n = BigInt(m[1]) * 10n ** BigInt(d) + BigInt((m[2] || "").padEnd(d, "0") || "0");
+  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : null;
+}
+
+// requestID is a random id for a request the server makes once however
+// often it is sent (22 characters of A-Z a-z 0-9 _ -).
+export function requestID() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+// kindLabel names a statement line's kind.
+export const kindLabel = {
+  [TransferKind.Topup]: "Top-up", [TransferKind.Charge]: "Order payment", [TransferKind.Fee]: "Platform fee",
+  [TransferKind.Refund]: "Refund", [TransferKind.Credit]: "Goodwill credit", [TransferKind.Payout]: "Payout",
+  [TransferKind.Void]: "Payment returned",
+};
+
+// The platform's account (seckill.PlatformAccount): a fee it pays is the
+// fee of a refunded order, going back to the wallet.
+const platformAccount = "platform";
+const lineLabel = (t) => (t.kind === TransferKind.Fee && t.debit === platformAccount ? "Fee returned" : kindLabel[t.kind] || t.kind);
+
+// statement shows an account's statement, newest first: load(before)
+// answers a page ({transfers, next_before_id?}); "Load more" appends the
+// older lines. action(line), if given, adds to a line what may be done
+// with it (a refund button) or nothing; it is called newest line first. refresh() reads the first page
+// again and answers it, showing it only when it holds a newer line (the
+// older pages loaded stay).
+export function statement(account, load, action = null) {
+  const body = el("tbody", {});
+  const more = el("button", { class: "small", id: "statement-more", type: "button", hidden: true }, "Load more");
+  const err = el("p", { class: "err", id: "statement-error", role: "alert" });
+  const empty = el("p", { class: "empty", id: "statement-empty", hidden: true }, "No money has moved yet.");
+  const table = el("div", { class: "table-wrap", hidden: true }, el("table", { class: "statement" },
+    el("thead", {}, el("tr", {}, el("th", {}, "What"), el("th", { class: "amount" }, "Amount"), el("th", { class: "amount" }, "Balance"))),
+    body));
+  let next = "", newest = null;
+  const row = (t) => {
+    const incoming = t.credit === account;
+    const ref = t.order_id ? ["order ", el("span", { class: "mono" }, t.order_id)]
+      : t.payout_id ? ["payout ", el("span", { class: "mono" }, t.payout_id)] : [];
+    const act = action ? action(t) : null;
+    return el("tr", { "data-transfer": t.id, "data-kind": t.kind },
+      el("td", {}, el("strong", {}, lineLabel(t)), el("div", { class: "muted small" }, localTime(t.at)),
+        ref.length ? el("div", { class: "muted small" }, ref) : null, act ? el("div", { class: "line-action" }, act) : null),
+      el("td", { class: `amount ${incoming ? "in" : "out"}` }, money(incoming ? t.amount_cents : -t.amount_cents, true)),
+      el("td", { class: "amount" }, money(t.balance_after_cents)));
+  };
+  const show = (page, append) => {
+    const rows = page.transfers.map(row);
+    if (append) body.append(...rows); else body.replaceChildren(...rows);
+    next = page.next_before_id || "";
+    more.hidden = !next;
+    table.hidden = body.children.length === 0;
+    empty.hidden = !table.hidden;
+  };
+  more.onclick = async () => {
+    more.disabled = true;
+    err.textContent = "";
+    try {
+      show(await load(next), true);
+    } catch (e) {
+      err.textContent = e.message;
+    }
+    more.disabled = false;
+  };
+  return {
+    box: el("div", { class: "statement-box" }, table, empty, err, more),
+    async refresh() {
+      let page;
+      try {
+        page = await load("");
+      } catch (e) {
+        err.textContent = e.message;
+        throw e;
+      }
+      err.textContent = "";
+      const first = page.transfers.length ? page.transfers[0].id : "";
+      if (newest !== first) show(page, false);
+      newest = first;
+      return page;
+    },
+  };
+}
+
+// keepCurrent keeps a view's balance and statement current while it
+// shows them. The statement is the ledger's, a moment behind the balance
+// (a movement moves the account it is decided on at once, and its other
+// accounts once the ledger holds it): read() (the balance, in cents, also
+// shown) and the statement's first page are read every 2 s while they
+// disagree or a change awaited is not in the statement yet (behind tells
+// so), every 10 s otherwise; also while busy() says something is pending.
+// awaiting(found) reads at once and awaits the line found(transfers)
+// finds, a minute at most.
+export function keepCurrent(view, read, st, behind, busy = async () => false) {
+  let timer = 0, running = false, again = false, expect = null, until = 0;
+  const tick = async () => {
+    clearTimeout(timer);
+    if (running) { again = true; return; }
+    running = true;
+    let caughtUp = true, pending = false;
+    if (!document.hidden) {
+      let cents = null, page = null;
+      try { [cents, page] = await Promise.all([read(), st.refresh()]); } catch (e) { /* shown; asked again */ }
+      if (expect && (Date.now() > until || (page && expect(page.transfers)))) expect = null;
+      const newest = page && page.transfers.length ? page.transfers[0].balance_after_cents : 0;
+      caughtUp = cents === null || page === null || (newest === cents && !expect);
+      behind.hidden = caughtUp;
+      try { pending = await busy(); } catch (e) { /* asked again */ }
+    }
+    running = false;
+    if (!view.current()) return;
+    if (again) { again = false; return tick(); }
+    timer = setTimeout(tick, caughtUp && !pending ? 10000 : 2000);
+  };
+  view.keep(() => clearTimeout(timer));
+  tick();
+  return {
+    awaiting(found) {
+      expect = found;
+      until = Date.now() + 60000;
+      tick();
+    },
+  };
+}
 
 // duration formats milliseconds as "1d 02:03:04" / "02:03" .
 export function duration(ms) {

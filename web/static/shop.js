@@ -1,10 +1,12 @@
 // The shopper page: sign in, sale list, sale page with live stock and the
-// buy button, my orders. Hash routes: #/, #/sales/{id}, #/orders.
+// buy button, my orders, the wallet (balance, top-up, statement). Hash
+// routes: #/, #/sales/{id}, #/orders, #/wallet (?amount={cents}&order={id}:
+// a top-up of what an order lacks, filled in).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
-  noteServerTime, serverNow,
+  noteServerTime, serverNow, setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent,
 } from "./common.js";
-import { Code, Local, Phase, QueueStatus } from "./codes.js";
+import { Code, Local, Phase, QueueStatus, OrderStatus, TopupStatus } from "./codes.js";
 import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
 
 const pg = page($("#app"));
@@ -268,6 +270,51 @@ function randomID() {
   return "web-" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
 
+// readWallet is the shopper's wallet (GET /api/wallet), which also tells
+// the pages the currency.
+async function readWallet() {
+  const w = await api("GET", "/api/wallet");
+  setCurrency(w.currency);
+  return w;
+}
+
+// showPurse says what the wallet holds, beside a "Pay" button.
+function showPurse(box, w) {
+  box.replaceChildren("Your wallet: ", el("strong", { class: "purse" }, money(w.balance_cents)), " · ",
+    el("a", { href: "#/wallet" }, "Top up"));
+}
+
+// payOrder pays order id (of amount cents) from the wallet: {paid} with
+// the order, or {error}, shown in note. A wallet too low says by how much
+// and offers a top-up of what is missing; purse, if given, shows the
+// balance read then.
+async function payOrder(id, amount, note, purse) {
+  note.replaceChildren();
+  try {
+    return { paid: await api("POST", `/api/orders/${id}/pay`) };
+  } catch (error) {
+    if (error.code !== Code.InsufficientFunds) {
+      note.replaceChildren(el("div", { class: "result bad", id: "pay-error" }, error.message));
+      return { error };
+    }
+    let w = null;
+    try { w = await readWallet(); } catch (e) { /* said without the figures */ }
+    if (w && purse) showPurse(purse, w);
+    const missing = w ? Math.max(1, amount - w.balance_cents) : amount;
+    const topUp = el("button", { class: "primary small", id: "topup-missing", type: "button", onclick: () => {
+      location.hash = `#/wallet?amount=${missing}&order=${encodeURIComponent(id)}`;
+    } }, w ? `Top up ${money(missing)}` : "Top up");
+    note.replaceChildren(el("div", { class: "result warn", id: "insufficient" },
+      el("div", { class: "title" }, "Your balance is too low"),
+      el("div", { class: "detail" }, w
+        ? ["This order costs ", el("strong", {}, money(amount)), " and your wallet holds ", el("strong", {}, money(w.balance_cents)),
+          ": ", el("strong", { id: "missing" }, money(missing)), " is missing. Top up, then pay: the order waits until its window closes."]
+        : error.message),
+      el("div", { class: "row", style: "margin-top:.5rem" }, topUp)));
+    return { error };
+  }
+}
+
 async function saleView(id) {
   const v = pg.begin();
   nav("sales");
@@ -334,11 +381,17 @@ async function saleView(id) {
     sale.remaining = Math.min(sale.remaining, r.remaining);
     const pay = el("button", { class: "primary", id: "pay" }, "Pay now");
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
+    const purse = el("div", { class: "muted", id: "pay-wallet" });
+    const note = el("div", { id: "pay-note" });
     showResult("good", "You got it!",
       el("div", {}, `Order `, el("span", { class: "mono", id: "order-id" }, r.order_id), ` · ${r.qty} × ${money(sale.price_cents)}`),
-      el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left));
+      el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left),
+      purse, note);
     let order = null;
-    try { order = await api("GET", `/api/orders/${r.order_id}`); } catch (e) { /* countdown unknown */ }
+    const [o, w] = await Promise.allSettled([api("GET", `/api/orders/${r.order_id}`), readWallet()]);
+    if (o.status === "fulfilled") order = o.value; // else the countdown is unknown
+    if (w.status === "fulfilled") showPurse(purse, w.value);
+    const amount = order ? order.amount_cents : r.qty * sale.price_cents;
     const expires = order ? Date.parse(order.expires_at) : 0;
     const stop = ticker(() => {
       if (!expires) return;
@@ -349,13 +402,12 @@ async function saleView(id) {
     v.keep(stop);
     pay.onclick = async () => {
       pay.disabled = true;
-      try {
-        await api("POST", `/api/orders/${r.order_id}/pay`);
+      const { paid, error } = await payOrder(r.order_id, amount, note, purse);
+      if (paid) {
         stop();
-        showResult("good", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid."));
-      } catch (e) {
-        pay.disabled = false;
-        showResult("bad", "Payment failed", e.message);
+        showResult("good", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid from your wallet."));
+      } else {
+        pay.disabled = error.code === Code.OrderCancelled || (expires > 0 && expires <= serverNow());
       }
     };
   };
@@ -605,34 +657,44 @@ function estimatePlace(place, earlyAtJoin, earlyNow, rate) {
 async function ordersView() {
   const v = pg.begin();
   nav("orders");
-  let list;
+  let list, w = null;
   try {
-    list = (await api("GET", "/api/orders")).orders;
+    [list, w] = await Promise.all([api("GET", "/api/orders").then((r) => r.orders), readWallet().catch(() => null)]);
   } catch (e) {
     if (e.code === Code.Unauthenticated) return signInView(() => route());
     return v.show(el("p", { class: "result bad" }, e.message));
   }
   if (!list.length) return v.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
+  const purse = el("div", { class: "muted", id: "pay-wallet" });
+  if (w) showPurse(purse, w);
+  // A refused payment is told above the table, naming its order.
+  const note = el("div", { id: "pay-note" });
   const rows = list.map((o) => {
     const badge = el("span", { class: `badge ${o.status}` }, o.status);
     const left = el("span", { class: "muted" });
-    const pay = el("button", { class: "primary small" }, "Pay");
+    const pay = el("button", { class: "primary small", "data-pay": o.order_id }, "Pay");
     const cell = el("td", {});
     const paint = () => {
       badge.className = `badge ${o.status}`;
       badge.textContent = o.status;
+      badge.title = o.status === OrderStatus.Refunded && o.refunded_at ? `refunded ${localTime(o.refunded_at)}` : "";
       const ms = Date.parse(o.expires_at) - serverNow();
-      const payable = o.status === "pending" && ms > 0;
+      const payable = o.status === OrderStatus.Pending && ms > 0;
       left.textContent = payable ? ` ${duration(ms)} left` : "";
       cell.replaceChildren(...(payable ? [pay, left] : []));
     };
     pay.onclick = async () => {
       pay.disabled = true;
-      try {
-        Object.assign(o, await api("POST", `/api/orders/${o.order_id}/pay`));
-      } catch (e) {
-        if (e.code === Code.OrderCancelled) o.status = "cancelled";
-        else alert(e.message);
+      const { paid, error } = await payOrder(o.order_id, o.amount_cents, note, purse);
+      if (paid) {
+        Object.assign(o, paid);
+        readWallet().then((w) => showPurse(purse, w), () => {});
+      } else if (error.code === Code.OrderCancelled) {
+        o.status = OrderStatus.Cancelled;
+      } else if (error.code === Code.OrderRefunded) {
+        o.status = OrderStatus.Refunded;
+      } else if (error.code === Code.InsufficientFunds) {
+        note.querySelector(".title")?.append(` for order ${o.order_id}`);
       }
       pay.disabled = false;
       paint();
@@ -645,10 +707,125 @@ async function ordersView() {
       el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
       el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
   });
-  v.show(el("h1", {}, "My orders"), el("div", { class: "table-wrap" }, el("table", {},
+  v.show(el("h1", {}, "My orders"), purse, note, el("div", { class: "table-wrap", style: "margin-top:.6rem" }, el("table", {},
     el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h, i) =>
       el("th", { class: i === 1 || i === 5 ? "hide-narrow" : null }, h)))),
     el("tbody", {}, rows))));
+}
+
+// The last top-up started here (sessionStorage): its id, amount, page at
+// the provider, and the order it is for, if any; the wallet tells how it
+// went when the shopper comes back from the provider.
+const lastTopupKey = "seckill.topup";
+function lastTopup() {
+  try { return JSON.parse(sessionStorage.getItem(lastTopupKey)) || null; } catch (e) { return null; }
+}
+
+// walletView shows the balance, the top-up form (filled in with the
+// amount an order lacks, when one sent the shopper here) and the
+// statement. A top-up pays at the provider's page and comes back here.
+async function walletView(params) {
+  const v = pg.begin();
+  nav("wallet");
+  let w;
+  try {
+    w = await readWallet();
+  } catch (e) {
+    if (e.code === Code.Unauthenticated) return signInView(() => route());
+    return v.show(el("p", { class: "result bad" }, e.message));
+  }
+  const account = `wallet:${me.user_id}`;
+  const balance = el("div", { class: "n", id: "wallet-balance" });
+  const held = el("div", { class: "muted", id: "wallet-held" });
+  const paintBalance = () => {
+    balance.textContent = money(w.balance_cents);
+    held.textContent = w.held_cents > 0 ? `${money(w.held_cents)} held for payments in progress` : "";
+  };
+  paintBalance();
+
+  // The top-up form: the amount in units, sent as integer cents; one
+  // request id per intent, so a retry of the same amount is the same top-up.
+  const wanted = Number(params.get("amount")) || 0;
+  const forOrder = params.get("order") || "";
+  const amount = el("input", { id: "topup-amount", name: "amount", inputmode: "decimal", autocomplete: "off", required: true,
+    placeholder: `e.g. ${toUnits(2000)}`, value: wanted > 0 ? toUnits(wanted) : null });
+  const err = el("p", { class: "err", id: "topup-error", role: "alert" });
+  const submit = el("button", { class: "primary", type: "submit", id: "topup-submit" }, "Top up");
+  let intent = null; // {cents, id}
+  const onsubmit = async (ev) => {
+    ev.preventDefault();
+    err.textContent = "";
+    const cents = parseUnits(amount.value);
+    if (cents === null || cents < 1) {
+      err.textContent = `Type an amount in ${currentCurrency()}, like ${toUnits(2000)} or ${toUnits(1050)}.`;
+      amount.classList.add("invalid");
+      return;
+    }
+    amount.classList.remove("invalid");
+    if (!intent || intent.cents !== cents) intent = { cents, id: requestID() };
+    submit.disabled = true;
+    try {
+      const t = await api("POST", "/api/wallet/topups", { amount_cents: cents, request_id: intent.id });
+      const url = new URL(t.checkout_url, location.href);
+      if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error("The payment page's address is not a web page.");
+      sessionStorage.setItem(lastTopupKey, JSON.stringify({ id: t.topup_id, amount: t.amount_cents, url: url.href, order: forOrder }));
+      location.assign(url.href);
+    } catch (e) {
+      err.textContent = e.fields && e.fields.length ? e.fields.map((f) => f.message).join("; ") : e.message;
+      submit.disabled = false;
+    }
+  };
+  const form = el("form", { class: "card stack", id: "topup-form", onsubmit, novalidate: true },
+    el("h2", { style: "margin:0" }, "Top up"),
+    forOrder && wanted > 0 ? el("p", { class: "result warn", id: "topup-for" }, "Order ", el("span", { class: "mono" }, forOrder),
+      ` needs ${money(wanted)} more: that amount is filled in.`) : null,
+    el("label", {}, `Amount (${currentCurrency()})`, amount), err, submit,
+    el("p", { class: "muted", style: "margin:0" },
+      "You pay at the payment provider's page; the money is in your wallet as soon as the provider confirms the payment."));
+
+  // How the last top-up went, asked again while the provider has not said.
+  const last = lastTopup();
+  const status = el("div", { id: "topup-status" });
+  const st = statement(account, (before) =>
+    api("GET", `/api/wallet/transfers?limit=20${before ? `&before_id=${encodeURIComponent(before)}` : ""}`));
+  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, "Updating: your latest movements are on their way…");
+  let topup = null;
+  const showTopup = async () => {
+    if (!topup || topup.status === TopupStatus.Pending) {
+      try { topup = await api("GET", `/api/wallet/topups/${encodeURIComponent(last.id)}`); } catch (e) { return; }
+    }
+    const what = money(topup.amount_cents);
+    // Told once: the next visit of the wallet has no news of it.
+    if (topup.status !== TopupStatus.Pending) sessionStorage.removeItem(lastTopupKey);
+    const payNext = last.order ? el("a", { class: "button primary small", href: "#/orders", id: "pay-order" }, "Pay your order") : null;
+    status.replaceChildren(topup.status === TopupStatus.Succeeded
+      ? el("div", { class: "result good", "data-topup": topup.status }, `Your top-up of ${what} arrived.`, payNext ? " " : null, payNext)
+      : topup.status === TopupStatus.Failed
+        ? el("div", { class: "result bad", "data-topup": topup.status }, `Your top-up of ${what} did not go through: nothing was charged.`)
+        : el("div", { class: "result warn", "data-topup": topup.status }, `Your top-up of ${what} waits for the payment provider. `,
+          el("a", { href: last.url }, "Back to the payment page")));
+  };
+  v.show(el("h1", {}, "Wallet"), status,
+    el("div", { class: "money-top" },
+      el("section", { class: "card balance" }, el("div", { class: "l" }, "Balance"), balance, held,
+        el("p", { class: "muted small" }, "Your shopper id (support asks for it): ", el("span", { class: "mono", id: "wallet-user" }, me.user_id))),
+      form),
+    el("h2", {}, "Statement"), behind, st.box);
+  if (wanted > 0) amount.focus();
+  // The balance read above is the first; a top-up the provider has not
+  // confirmed is asked after often for two minutes, then as the rest.
+  let first = w;
+  const opened = Date.now();
+  keepCurrent(v, async () => {
+    w = first || (await readWallet());
+    first = null;
+    paintBalance();
+    return w.balance_cents;
+  }, st, behind, async () => {
+    if (!last) return false;
+    await showTopup();
+    return !!topup && topup.status === TopupStatus.Pending && Date.now() - opened < 120000;
+  });
 }
 
 function route() {
@@ -656,6 +833,8 @@ function route() {
   const m = h.match(/^\/sales\/(\d+)$/);
   if (m) return saleView(Number(m[1]));
   if (h === "/orders") return me ? ordersView() : signInView(() => ordersView());
+  const w = h.match(/^\/wallet(?:\?(.*))?$/);
+  if (w) return me ? walletView(new URLSearchParams(w[1] || "")) : signInView(() => route());
   if (!me) return signInView(() => route());
   return salesView();
 }
@@ -667,7 +846,10 @@ addEventListener("hashchange", route);
   } catch (e) { /* the guest form, as before */ }
   try {
     const s = await api("GET", "/api/session");
-    if (s.signed_in) signedIn(s);
+    if (s.signed_in) {
+      signedIn(s);
+      await readWallet().catch(() => {}); // the currency of the prices
+    }
   } catch (e) {
     me = null;
   }
