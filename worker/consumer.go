@@ -276,3 +276,32 @@ func WatchDeadLetters(ctx context.Context, b Depther, m *ConsumerMetrics) {
 		sleep(ctx, 10*time.Second)
 	}
 }
+
+// oneByOne writes each message's items alone, after the ledger refused a
+// batch of them for good: ds[i] carries items[ends[i-1]:ends[i]]. A
+// message the ledger refuses is dead-lettered, the rest flow on; it
+// returns the items written and their deliveries, for the consumer to
+// finish and acknowledge.
+func oneByOne[T any](c *consumer, ctx context.Context, ds []bus.Delivery, items []T, ends []int,
+	write func(context.Context, []T) error) (written []T, done []bus.Delivery, err error) {
+	for i, d := range ds {
+		first := 0
+		if i > 0 {
+			first = ends[i-1]
+		}
+		mine := items[first:ends[i]]
+		err := write(ctx, mine)
+		if orders.Refused(err) {
+			if err := c.deadLetter(d, fmt.Errorf("refused by the ledger: %w", err)); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		written = append(written, mine...)
+		done = append(done, d)
+	}
+	return written, done, nil
+}

@@ -130,29 +130,9 @@ func (fc *FundsConsumer) process(ctx context.Context, batch []bus.Delivery) erro
 }
 
 func (fc *FundsConsumer) processOneByOne(ctx context.Context, ds []bus.Delivery, ms []seckill.Movement, ends []int) error {
-	var written []seckill.Movement
-	var done []bus.Delivery
-	for i, d := range ds {
-		first := 0
-		if i > 0 {
-			first = ends[i-1]
-		}
-		mine := ms[first:ends[i]]
-		err := fc.write(ctx, mine)
-		if orders.Refused(err) {
-			if err := fc.deadLetter(d, fmt.Errorf("refused by the ledger: %w", err)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		written = append(written, mine...)
-		done = append(done, d)
-	}
-	if len(written) == 0 {
-		return nil
+	written, done, err := oneByOne(&fc.consumer, ctx, ds, ms, ends, fc.write)
+	if err != nil || len(written) == 0 {
+		return err
 	}
 	return fc.settle(ctx, done, written, time.Now())
 }

@@ -159,29 +159,9 @@ func (oc *OrderConsumer) persisted(os []seckill.Order) {
 }
 
 func (oc *OrderConsumer) processOneByOne(ctx context.Context, ds []bus.Delivery, os []seckill.Order, ends []int) error {
-	var written []seckill.Order
-	var done []bus.Delivery
-	for i, d := range ds {
-		first := 0
-		if i > 0 {
-			first = ends[i-1]
-		}
-		mine := os[first:ends[i]]
-		err := oc.write(ctx, mine)
-		if orders.Refused(err) {
-			if err := oc.deadLetter(d, fmt.Errorf("refused by the ledger: %w", err)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		written = append(written, mine...)
-		done = append(done, d)
-	}
-	if len(written) == 0 {
-		return nil
+	written, done, err := oneByOne(&oc.consumer, ctx, ds, os, ends, oc.write)
+	if err != nil || len(written) == 0 {
+		return err
 	}
 	oc.persisted(written)
 	if err := oc.scheduleTimeouts(ctx, written); err != nil {
