@@ -114,7 +114,8 @@ func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, erro
 		case !now.Before(o.ExpiresAt):
 			return seckill.ErrPaymentExpired
 		}
-		sale, err := s.rows.get(ctx, o.SaleID)
+		sale, err := s.ledger.Sale(ctx, o.SaleID) // fresh: whose the money is
+
 		if err != nil {
 			return err
 		}
