@@ -125,6 +125,14 @@ func (s *Store) ceiling(a seckill.FundsAccount) int64 {
 // made: it never will be). An id that made a movement of another sum is
 // refused as invalid.
 func (s *Store) Move(ctx context.Context, m seckill.Movement) (int64, bool, error) {
+	return s.MoveKeeping(ctx, m, 0)
+}
+
+// MoveKeeping is Move with the side's floor raised to keep: refused with
+// seckill.ErrInsufficientFunds when it would leave the side (a floored
+// account) less than keep. A payout keeps what a void may still take
+// back.
+func (s *Store) MoveKeeping(ctx context.Context, m seckill.Movement, keep int64) (int64, bool, error) {
 	if err := m.Validate(); err != nil {
 		return 0, false, err
 	}
@@ -132,7 +140,7 @@ func (s *Store) Move(ctx context.Context, m seckill.Movement) (int64, bool, erro
 	if err != nil {
 		return 0, false, err
 	}
-	return s.run(ctx, "move", m.Side, m.ID, m.Delta(m.Side), m.Sum(), event, "", false)
+	return s.run(ctx, "move", m.Side, m.ID, m.Delta(m.Side), m.Sum(), event, "", false, keep)
 }
 
 // errMadeMeanwhile is funds.lua's answer to a cancel whose target was
@@ -165,7 +173,7 @@ func (s *Store) Cancel(ctx context.Context, side seckill.FundsAccount, target st
 				return false, err
 			}
 		}
-		_, did, err := s.run(ctx, "cancel", side, r.ID, r.Delta(side), r.Sum(), event, target, seen)
+		_, did, err := s.run(ctx, "cancel", side, r.ID, r.Delta(side), r.Sum(), event, target, seen, 0)
 		if errors.Is(err, errMadeMeanwhile) {
 			continue
 		}
@@ -185,16 +193,16 @@ func recordEvent(rec string) (sum, event string, ok bool) {
 
 // run runs funds.lua.
 func (s *Store) run(ctx context.Context, mode string, side seckill.FundsAccount, id string, delta, sum int64, event, target string,
-	seen bool) (int64, bool, error) {
+	seen bool, keep int64) (int64, bool, error) {
 	g := s.Group(side)
 	k := s.keys.Funds(g)
 	keys := []string{k.Balances(), k.Movement(id), k.Outbox()}
 	if mode == "cancel" {
 		keys = append(keys, k.Movement(target))
 	}
-	floor := "0"
+	floor := ""
 	if side.Floored() {
-		floor = "1"
+		floor = strconv.FormatInt(keep, 10)
 	}
 	reply, err := s.cfg.Replicas.Run(ctx, s.rdb, fundsScript, keys, mode, string(side), delta, floor,
 		s.ceiling(side), sum, event, int64(s.cfg.Retention/time.Second), flag(seen))

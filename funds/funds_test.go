@@ -242,3 +242,21 @@ func TestChargeRacesCancel(t *testing.T) {
 	}
 	t.Logf("%d of 300 charged then reversed, %d cancelled first", both, 300-both)
 }
+
+// TestMoveKeeping: a debit that would leave its side less than what it
+// must keep is refused and changes nothing; one that leaves enough is
+// made.
+func TestMoveKeeping(t *testing.T) {
+	s, _ := newStore(t, 4, 1_000_000)
+	ctx := context.Background()
+	if _, _, err := s.Move(ctx, credit("keeper", "seed-1", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := seckill.ChargeMovement(order("o-keep", "keeper", 600), 7, 0, time.Now())
+	if _, _, err := s.MoveKeeping(ctx, m, 401); !errors.Is(err, seckill.ErrInsufficientFunds) {
+		t.Fatalf("leaving 400 of 401 to keep: %v, want insufficient_funds", err)
+	}
+	if b, ok, err := s.MoveKeeping(ctx, m, 400); err != nil || !ok || b != 400 {
+		t.Fatalf("leaving 400 of 400 to keep: balance %d, made %v, %v", b, ok, err)
+	}
+}

@@ -15,7 +15,7 @@
 -- ARGV[1] mode: move | cancel
 -- ARGV[2] the side account
 -- ARGV[3] the movement's delta to the side, in cents (negative: a debit)
--- ARGV[4] floor: 1 when the side may not go below 0
+-- ARGV[4] floor: the least the side may hold after a debit; '' for none
 -- ARGV[5] ceiling: the most the side may hold after a credit; 0 for none
 -- ARGV[6] the movement's sum: what a retry must repeat
 -- ARGV[7] the event, the field e of the outbox entry
@@ -28,7 +28,7 @@
 -- call made the movement (0: made before, or nothing made). Codes:
 --   ok                  made now or before; cancel: also when the movement
 --                       it cancels was never made (made 0: it never will be)
---   insufficient_funds  the side would go below 0; nothing changed or kept
+--   insufficient_funds  the side would go below its floor; nothing changed or kept
 --   balance_limit       the side would hold more than its ceiling; nothing changed or kept
 --   invalid_request     this id made a movement of another sum before
 --   order_cancelled     move: the movement was cancelled before it was made, so never will be
@@ -65,7 +65,7 @@ end
 
 local bal = tonumber(balance())
 local after = bal + delta
-if delta < 0 and ARGV[4] == '1' and after < 0 then
+if delta < 0 and ARGV[4] ~= '' and after < tonumber(ARGV[4]) then
   return 'insufficient_funds|' .. balance() .. '|0'
 end
 local ceiling = tonumber(ARGV[5])
