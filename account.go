@@ -44,6 +44,9 @@ type Merchant struct {
 	// SessionsAfter (unix ms): sessions opened until then are refused;
 	// disabling sets it, so enabling again brings none back.
 	SessionsAfter int64
+	// PayoutAccount is where its payouts go at the provider (a Stripe
+	// connected account, acct_…); "" until the operator sets it.
+	PayoutAccount string
 	CreatedAt     time.Time
 }
 

@@ -69,6 +69,10 @@ const (
 	// AuditOrderRefund a paid order refunded.
 	AuditWalletCredit = "wallet.credit"
 	AuditOrderRefund  = "order.refund"
+	// AuditPayout is a merchant's payout asked for; AuditPayoutAccount
+	// where its payouts go, set by the operator.
+	AuditPayout        = "payout.create"
+	AuditPayoutAccount = "merchant.payout_account"
 )
 
 // AuditSaleAction is the action of pausing, resuming or ending a sale.

@@ -1,6 +1,8 @@
 package seckill
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,7 +96,7 @@ const (
 	TransferRefund TransferKind = "refund" // merchant → wallet: a paid order refunded
 	TransferCredit TransferKind = "credit" // platform → wallet: the operator's goodwill
 	TransferPayout TransferKind = "payout" // merchant → provider: to the merchant's bank
-	TransferVoid   TransferKind = "void"   // merchant → wallet: a charge whose order was cancelled, not paid
+	TransferVoid   TransferKind = "void"   // a movement undone: a charge whose order was cancelled, not paid; a payout the provider refused
 )
 
 // Transfer is one movement of money: Amount cents from Debit to Credit.
@@ -371,3 +373,37 @@ type PaymentEvent struct {
 
 // newULID is a new ULID: unique across processes, sorting by time.
 func newULID() string { return ulid.Make().String() }
+
+// PayoutStatus is where a payout stands.
+type PayoutStatus string
+
+// The states of a payout: pending until the provider took it (paid) or
+// refused it (failed: the money is back in the merchant's account).
+const (
+	PayoutPending PayoutStatus = "pending"
+	PayoutPaid    PayoutStatus = "paid"
+	PayoutFailed  PayoutStatus = "failed"
+)
+
+// Payout is a merchant's money sent to its bank through the provider.
+type Payout struct {
+	ID          string
+	MerchantID  int64
+	RequestID   string
+	Amount      int64
+	Status      PayoutStatus
+	ProviderRef string
+	CreatedAt   time.Time
+}
+
+// PayoutIDOf is the id of merchant's payout of request id request: "po_"
+// and a hash of both, the same for every retry, so a retry whose first
+// attempt moved the money but lost its ledger row (a failed commit) finds
+// that movement made rather than making another.
+func PayoutIDOf(merchant int64, request string) string {
+	sum := sha256.Sum256([]byte(strconv.FormatInt(merchant, 10) + "/" + request))
+	return "po_" + hex.EncodeToString(sum[:16])
+}
+
+// PayoutID is the id of the movement (and transfer) of payout p.
+func PayoutID(p string) string { return payoutID(p) }

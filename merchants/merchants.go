@@ -414,3 +414,49 @@ func ParseWho(who string) (id, opened int64, ok bool) {
 	opened, err2 := strconv.ParseInt(openedText, 10, 64)
 	return id, opened, ok && ok2 && err1 == nil && err2 == nil && id > 0
 }
+
+// errCode asks a merchant enrolled in a second factor for its code before
+// money leaves its account.
+var errCode = seckill.Errorf(seckill.CodeForbidden, "Give the current code of your authenticator app to pay out.")
+
+// Confirmed returns merchant id once its second-factor code checks, each
+// code once, when it is enrolled: what money leaving its account asks.
+func (s *Service) Confirmed(ctx context.Context, id int64, code string) (seckill.Merchant, error) {
+	m, err := s.store.Merchant(ctx, id)
+	if err != nil || !m.TOTPConfirmed {
+		return m, err
+	}
+	step, ok := matchStep(m.TOTPSecret, code, s.now())
+	if !ok {
+		return seckill.Merchant{}, errCode
+	}
+	fresh, err := s.store.UseTOTPStep(ctx, id, step)
+	if err != nil {
+		return seckill.Merchant{}, err
+	}
+	if !fresh {
+		return seckill.Merchant{}, errCode // a code used before
+	}
+	return m, nil
+}
+
+// SetPayoutAccount sets where merchant id's payouts go at the provider (a
+// Stripe connected account, acct_…; the operator only), audited.
+func (s *Service) SetPayoutAccount(ctx context.Context, id int64, account string) (seckill.Merchant, error) {
+	if err := operatorOnly(ctx); err != nil {
+		return seckill.Merchant{}, err
+	}
+	account = strings.TrimSpace(account)
+	if len(account) > 255 || strings.ContainsFunc(account, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		return seckill.Merchant{}, seckill.Invalid(seckill.FieldError{Field: "account", Message: "must be a connected account id such as acct_1Abc"})
+	}
+	return s.change(ctx, id, func(m seckill.Merchant) (seckill.Merchant, seckill.AuditEntry) {
+		before := m.PayoutAccount
+		m.PayoutAccount = account
+		b, _ := json.Marshal(map[string]any{"id": id, "payout_account": before})
+		a, _ := json.Marshal(map[string]any{"id": id, "payout_account": account})
+		return m, seckill.AuditEntry{Action: seckill.AuditPayoutAccount, Before: b, After: a}
+	})
+}

@@ -316,3 +316,72 @@ func (s *Store) ChargeAnomalies(ctx context.Context) ([]ChargeAnomaly, error) {
 	}
 	return out, nil
 }
+
+// payoutRow is a row of the payouts table.
+type payoutRow struct {
+	ID          string    `db:"id"`
+	MerchantID  int64     `db:"merchant_id"`
+	RequestID   string    `db:"request_id"`
+	Amount      int64     `db:"amount_cents"`
+	Status      string    `db:"status"`
+	ProviderRef *string   `db:"provider_ref"`
+	CreatedAt   time.Time `db:"created_at"`
+}
+
+func (r payoutRow) payout() seckill.Payout {
+	return seckill.Payout{ID: r.ID, MerchantID: r.MerchantID, RequestID: r.RequestID, Amount: r.Amount,
+		Status: seckill.PayoutStatus(r.Status), ProviderRef: deref(r.ProviderRef), CreatedAt: r.CreatedAt}
+}
+
+const (
+	payoutColumns      = `id, merchant_id, request_id, amount_cents, status, provider_ref, created_at`
+	insertPayout       = `INSERT INTO payouts (id, merchant_id, request_id, amount_cents, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)`
+	selectPayout       = `SELECT ` + payoutColumns + ` FROM payouts WHERE id = ?`
+	selectPayoutByReq  = `SELECT ` + payoutColumns + ` FROM payouts WHERE merchant_id = ? AND request_id = ?`
+	updatePayoutStatus = `UPDATE payouts SET status = ?, provider_ref = ?, updated_at = ? WHERE id = ? AND status = 'pending'`
+	// A merchant's money that a void may still take back: charges to it of
+	// orders not paid yet (a payment that died between its charge and its
+	// commit, waiting for its timeout).
+	selectUnsettled = `SELECT COALESCE(SUM(t.amount_cents), 0) FROM transfers t JOIN orders o ON o.id = t.order_id
+WHERE t.credit = ? AND t.kind = 'charge' AND o.status = 'pending'`
+)
+
+// ErrNoPayout is an unknown payout, or another merchant's.
+var ErrNoPayout = seckill.Errorf(seckill.CodeNotFound, "No such payout.")
+
+// InsertPayout stores a new pending payout; one that exists for the same
+// merchant and request id is returned instead (created false).
+func (s *Store) InsertPayout(ctx context.Context, p seckill.Payout) (seckill.Payout, bool, error) {
+	now := p.CreatedAt.UTC().Truncate(time.Millisecond)
+	_, err := s.q(ctx).ExecContext(ctx, insertPayout, p.ID, p.MerchantID, p.RequestID, p.Amount, now, now)
+	if Duplicate(err) {
+		got, err := one(ctx, s, payoutRow.payout, ErrNoPayout, "payout of request "+p.RequestID, selectPayoutByReq, p.MerchantID, p.RequestID)
+		return got, false, err
+	}
+	if err != nil {
+		return seckill.Payout{}, false, failed("create payout", err)
+	}
+	got, err := s.Payout(ctx, p.ID)
+	return got, true, err
+}
+
+// Payout returns one payout, or ErrNoPayout.
+func (s *Store) Payout(ctx context.Context, id string) (seckill.Payout, error) {
+	return one(ctx, s, payoutRow.payout, ErrNoPayout, "payout "+id, selectPayout, id)
+}
+
+// SetPayoutStatus ends a pending payout as status with the provider's
+// reference; ok is false when it was not pending.
+func (s *Store) SetPayoutStatus(ctx context.Context, id string, status seckill.PayoutStatus, ref string, now time.Time) (bool, error) {
+	return s.changeRow(ctx, "payout "+id, updatePayoutStatus, status, orNull(ref), now.UTC(), id)
+}
+
+// Unsettled is what account a received by charges of orders not paid yet:
+// money a void may still take back, not to be paid out.
+func (s *Store) Unsettled(ctx context.Context, a seckill.FundsAccount) (int64, error) {
+	var n int64
+	if err := sqlx.GetContext(ctx, s.q(ctx), &n, selectUnsettled, a); err != nil {
+		return 0, failed("unsettled charges of "+string(a), err)
+	}
+	return n, nil
+}

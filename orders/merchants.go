@@ -19,21 +19,22 @@ type merchantRow struct {
 	TOTPStep      int64     `db:"totp_step"`
 	Disabled      bool      `db:"disabled"`
 	SessionsAfter int64     `db:"sessions_after"`
+	PayoutAccount string    `db:"payout_account"`
 	CreatedAt     time.Time `db:"created_at"`
 }
 
 func (r merchantRow) merchant() seckill.Merchant {
 	return seckill.Merchant{ID: r.ID, Email: r.Email, Name: r.Name, PasswordHash: r.PasswordHash, TOTPSecret: r.TOTPSecret,
 		TOTPConfirmed: r.TOTPConfirmed, TOTPStep: r.TOTPStep, Disabled: r.Disabled, SessionsAfter: r.SessionsAfter,
-		CreatedAt: r.CreatedAt}
+		PayoutAccount: r.PayoutAccount, CreatedAt: r.CreatedAt}
 }
 
 const (
-	merchantColumns = `id, email, name, password_hash, totp_secret, totp_confirmed, totp_step, disabled, sessions_after, created_at`
+	merchantColumns = `id, email, name, password_hash, totp_secret, totp_confirmed, totp_step, disabled, sessions_after, payout_account, created_at`
 	insertMerchant  = `INSERT INTO merchants (email, name, password_hash, created_at) VALUES (?, ?, ?, ?)`
 	selectMerchant  = `SELECT ` + merchantColumns + ` FROM merchants WHERE `
 	selectMerchants = `SELECT ` + merchantColumns + ` FROM merchants ORDER BY id`
-	updateMerchant  = `UPDATE merchants SET disabled = ?, sessions_after = ?, totp_secret = ?, totp_confirmed = ? WHERE id = ?`
+	updateMerchant  = `UPDATE merchants SET disabled = ?, sessions_after = ?, totp_secret = ?, totp_confirmed = ?, payout_account = ? WHERE id = ?`
 	useTOTPStep     = `UPDATE merchants SET totp_step = ? WHERE id = ? AND totp_step < ?`
 )
 
@@ -78,7 +79,7 @@ func (s *Store) Merchants(ctx context.Context) ([]seckill.Merchant, error) {
 // UpdateMerchant writes what changes of a merchant: whether it is
 // disabled, since when its sessions are refused, and its second factor.
 func (s *Store) UpdateMerchant(ctx context.Context, m seckill.Merchant) error {
-	if _, err := s.q(ctx).ExecContext(ctx, updateMerchant, m.Disabled, m.SessionsAfter, m.TOTPSecret, m.TOTPConfirmed, m.ID); err != nil {
+	if _, err := s.q(ctx).ExecContext(ctx, updateMerchant, m.Disabled, m.SessionsAfter, m.TOTPSecret, m.TOTPConfirmed, m.PayoutAccount, m.ID); err != nil {
 		return failed(fmt.Sprintf("update merchant %d", m.ID), err)
 	}
 	return nil

@@ -23,6 +23,8 @@ import (
 // Wallets are the balances in Redis (funds.Store).
 type Wallets interface {
 	Move(ctx context.Context, m seckill.Movement) (int64, bool, error)
+	MoveKeeping(ctx context.Context, m seckill.Movement, keep int64) (int64, bool, error)
+	Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
 	Balance(ctx context.Context, a seckill.FundsAccount) (int64, error)
 }
 
@@ -46,20 +48,25 @@ type Config struct {
 	WalletMax, TopupMax int64
 	// ReturnURL is where a shopper comes back to from the provider's page.
 	ReturnURL string
+	// PayoutAccountRequired refuses a payout of a merchant without an
+	// account at the provider (Stripe's connected account).
+	PayoutAccountRequired bool
 }
 
 // Service runs the operations on money.
 type Service struct {
-	wallets  Wallets
-	ledger   Ledger
-	topups   Topups
-	orders   Orders
-	stock    Releaser
-	audit    Auditor
-	provider Provider
-	webhooks Webhooks
-	cfg      Config
-	now      func() time.Time
+	wallets   Wallets
+	ledger    Ledger
+	topups    Topups
+	orders    Orders
+	stock     Releaser
+	audit     Auditor
+	provider  Provider
+	webhooks  Webhooks
+	payouts   Payouts
+	merchants Merchants
+	cfg       Config
+	now       func() time.Time
 }
 
 // Deps are what a Service runs on.
@@ -73,12 +80,16 @@ type Deps struct {
 	Audit    Auditor
 	Provider Provider
 	Webhooks Webhooks
+	// Payouts are the ledger's (orders.Store); Merchants the merchants
+	// (merchants.Service).
+	Payouts   Payouts
+	Merchants Merchants
 }
 
 // New returns a Service on the clock now.
 func New(d Deps, cfg Config, now func() time.Time) *Service {
 	return &Service{wallets: d.Wallets, ledger: d.Ledger, topups: d.Topups, orders: d.Orders, stock: d.Stock, audit: d.Audit, provider: d.Provider,
-		webhooks: d.Webhooks, cfg: cfg, now: now}
+		webhooks: d.Webhooks, payouts: d.Payouts, merchants: d.Merchants, cfg: cfg, now: now}
 }
 
 // Balance is an account's money as its owner sees it.

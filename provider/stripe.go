@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,4 +56,37 @@ func (s *Stripe) Checkout(ctx context.Context, t seckill.Topup, returnURL string
 		return "", "", fmt.Errorf("provider: stripe checkout of %s: %w: %w", t.ID, seckill.ErrUnavailable, err)
 	}
 	return cs.ID, cs.URL, nil
+}
+
+// errNoAccount refuses a payout to a merchant without a connected account.
+var errNoAccount = seckill.Errorf(seckill.CodeInvalid, "This merchant has no payout account at the provider yet: the operator sets it.")
+
+// Payout sends payout p to the merchant's Stripe connected account
+// (account, acct_…) as a Transfer from the platform's balance; Stripe pays
+// it to the merchant's bank on the account's schedule (Connect). The
+// payout's id is the idempotency key: a retry sends nothing twice. A
+// failure to reach Stripe wraps seckill.ErrUnavailable (the payout stays
+// pending); any other error is Stripe refusing it.
+func (s *Stripe) Payout(ctx context.Context, p seckill.Payout, account, currency string) (string, error) {
+	if account == "" {
+		return "", errNoAccount
+	}
+	params := &stripe.TransferCreateParams{
+		Amount:      stripe.Int64(p.Amount),
+		Currency:    stripe.String(strings.ToLower(currency)),
+		Destination: stripe.String(account),
+		Metadata:    map[string]string{"payout_id": p.ID, "merchant_id": fmt.Sprint(p.MerchantID)},
+	}
+	params.SetIdempotencyKey("payout:" + p.ID)
+	tr, err := s.client.V1Transfers.Create(ctx, params)
+	var se *stripe.Error
+	switch {
+	case errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 429:
+		// Refused for good (no such account, not enough on the platform's
+		// balance): not ErrUnavailable, so the money goes back.
+		return "", fmt.Errorf("provider: stripe refused payout %s: %s", p.ID, se.Msg)
+	case err != nil:
+		return "", fmt.Errorf("provider: stripe payout %s: %w: %w", p.ID, seckill.ErrUnavailable, err)
+	}
+	return tr.ID, nil
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -50,4 +51,18 @@ func (p Test) Webhook(t seckill.Topup, paid bool, now time.Time) (payload []byte
 	})
 	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: p.Secret, Timestamp: now})
 	return payload, signed.Header
+}
+
+// RefusedAccount is the account the test provider refuses payouts to,
+// as Stripe would one that cannot receive them (its test card numbers'
+// way): how a refused payout is tried without a real bank.
+const RefusedAccount = "acct_refused"
+
+// Payout pays p out at once (the test provider has no bank), but to
+// RefusedAccount.
+func (p Test) Payout(_ context.Context, po seckill.Payout, account, _ string) (string, error) {
+	if account == RefusedAccount {
+		return "", fmt.Errorf("provider: the test provider refuses payouts to %s", account)
+	}
+	return "test_" + po.ID, nil
 }

@@ -119,6 +119,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"GET /admin/api/transfers":                  {},
 		"POST /admin/api/wallets/{user_id}/credit":  {operatorOnly: true, body: map[string]any{"amount_cents": 100, "reason": "goodwill", "request_id": "matrix-credit"}},
 		"POST /admin/api/orders/{id}/refund":        {order: true, body: map[string]any{"reason": "matrix"}},
+		// A merchant's payout of nothing is 400 (past the role check).
+		"POST /admin/api/payouts":                       {merchantOnly: true, body: map[string]any{"amount_cents": 0, "request_id": "matrix-payout"}},
+		"POST /admin/api/merchants/{id}/payout-account": {operatorOnly: true, body: map[string]any{"account": "acct_matrix"}},
 	}
 	param := regexp.MustCompile(`[:*](\w+)`)
 	rows["GET /metrics"] = row{operatorOnly: true}

@@ -24,22 +24,25 @@ type Merchants interface {
 	ConfirmTOTP(ctx context.Context, code string) error
 	SignIn(ctx context.Context, c merchants.Credentials) (merchants.Session, error)
 	Active(ctx context.Context, id, opened int64) (seckill.Merchant, error)
+	SetPayoutAccount(ctx context.Context, id int64, account string) (seckill.Merchant, error)
 }
 
 // merchantJSON is a merchant as the API shows it.
 type merchantJSON struct {
-	ID        int64     `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Disabled  bool      `json:"disabled"`
-	TOTP      bool      `json:"totp"`
-	CreatedAt time.Time `json:"created_at"`
+	ID       int64  `json:"id"`
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Disabled bool   `json:"disabled"`
+	TOTP     bool   `json:"totp"`
+	// PayoutAccount is where its payouts go at the provider ("" none yet).
+	PayoutAccount string    `json:"payout_account"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 func merchantView(m seckill.Merchant) merchantJSON {
 	return merchantJSON{ID: m.ID, Email: m.Email, Name: m.Name, Role: seckill.RoleMerchant, Disabled: m.Disabled,
-		TOTP: m.TOTPConfirmed, CreatedAt: m.CreatedAt.UTC()}
+		TOTP: m.TOTPConfirmed, PayoutAccount: m.PayoutAccount, CreatedAt: m.CreatedAt.UTC()}
 }
 
 type merchantRequest struct {
@@ -88,6 +91,23 @@ func (s *Server) setMerchantDisabled(disabled bool) gin.HandlerFunc {
 
 // resetTOTP removes a merchant's second factor (the operator only).
 func (s *Server) resetTOTP(c *gin.Context) { s.onMerchant(s.Merchants.ResetTOTP)(c) }
+
+type payoutAccountRequest struct {
+	Account string `json:"account"`
+}
+
+// setPayoutAccount sets where a merchant's payouts go at the provider
+// (the operator only).
+func (s *Server) setPayoutAccount(c *gin.Context) {
+	var req payoutAccountRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	s.onMerchant(func(ctx context.Context, id int64) (seckill.Merchant, error) {
+		return s.Merchants.SetPayoutAccount(ctx, id, req.Account)
+	})(c)
+}
 
 // onMerchant answers a change of the merchant of the :id parameter.
 func (s *Server) onMerchant(change func(context.Context, int64) (seckill.Merchant, error)) gin.HandlerFunc {

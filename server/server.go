@@ -103,6 +103,7 @@ type Deps struct {
 	Payments Payments
 	Topups   Topups
 	Refunds  Refunds
+	Payouts  Payouts
 	// Ready are the readiness checks by service name (redis, mysql, rabbitmq).
 	Ready map[string]func(context.Context) error
 	// DeadLetters counts the dead-letter queue, shown on /readyz and the
@@ -238,11 +239,13 @@ func (s *Server) routes() error {
 	authed.GET("/transfers", s.accountTransfers)
 	authed.POST("/wallets/:user_id/credit", s.creditWallet)
 	authed.POST("/orders/:id/refund", s.refundOrder)
+	authed.POST("/payouts", s.payout)
 	authed.POST("/merchants", s.createMerchant)
 	authed.GET("/merchants", s.listMerchants)
 	authed.POST("/merchants/:id/disable", s.setMerchantDisabled(true))
 	authed.POST("/merchants/:id/enable", s.setMerchantDisabled(false))
 	authed.POST("/merchants/:id/totp/reset", s.resetTOTP)
+	authed.POST("/merchants/:id/payout-account", s.setPayoutAccount)
 	authed.POST("/me/totp", s.enrolTOTP)
 	authed.POST("/me/totp/confirm", s.confirmTOTP)
 

@@ -261,3 +261,44 @@ func (s *Server) refundOrder(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, orderView(o))
 }
+
+// Payouts are a merchant's payouts to its bank (package payments).
+type Payouts interface {
+	Payout(ctx context.Context, requestID, code string, amount int64) (seckill.Payout, bool, error)
+}
+
+type payoutRequest struct {
+	AmountCents int64  `json:"amount_cents"`
+	RequestID   string `json:"request_id"`
+	// Code is the second factor's current code, once the merchant enrolled one.
+	Code string `json:"totp"`
+}
+
+// payoutJSON is a payout as the API shows it.
+type payoutJSON struct {
+	ID          string               `json:"payout_id"`
+	Status      seckill.PayoutStatus `json:"status"`
+	AmountCents int64                `json:"amount_cents"`
+	ProviderRef string               `json:"provider_ref,omitempty"`
+	CreatedAt   time.Time            `json:"created_at"`
+}
+
+// payout answers POST /admin/api/payouts: the signed-in merchant's money
+// to its bank, 201 when this request made it, 200 for a retry.
+func (s *Server) payout(c *gin.Context) {
+	var req payoutRequest
+	if err := decode(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	p, created, err := s.Payouts.Payout(c.Request.Context(), req.RequestID, req.Code, req.AmountCents)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	c.JSON(status, payoutJSON{ID: p.ID, Status: p.Status, AmountCents: p.Amount, ProviderRef: p.ProviderRef, CreatedAt: p.CreatedAt.UTC()})
+}

@@ -40,7 +40,7 @@ func FundsConfig(c configs.Config) funds.Config {
 // PaymentsConfig is the payments service's.
 func PaymentsConfig(c configs.Config) payments.Config {
 	return payments.Config{Currency: c.Funds.Currency, WalletMax: c.Funds.WalletMax, TopupMax: c.Funds.TopupMax,
-		ReturnURL: strings.TrimRight(c.Identity.PublicURL, "/") + "/#/wallet"}
+		ReturnURL: strings.TrimRight(c.Identity.PublicURL, "/") + "/#/wallet", PayoutAccountRequired: c.Funds.Provider == configs.ProviderStripe}
 }
 
 // Provider is the configured payment provider: Stripe, or the test

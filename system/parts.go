@@ -52,14 +52,16 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 		return server.Deps{}, err
 	}
 	admins := sessions.NewAdmins(s.Redis, sc, now)
+	ms := merchants.New(s.Ledger, log, admins, now)
 	pay := payments.New(payments.Deps{Wallets: s.Funds, Ledger: s.Ledger, Topups: s.Ledger, Orders: s.Ledger, Stock: s.Stock, Audit: log,
-		Provider: Provider(cfg), Webhooks: provider.Verifier{Secrets: cfg.Funds.WebhookSecrets()}}, PaymentsConfig(cfg), now)
+		Provider: Provider(cfg), Webhooks: provider.Verifier{Secrets: cfg.Funds.WebhookSecrets()}, Payouts: s.Ledger, Merchants: ms},
+		PaymentsConfig(cfg), now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
 		Shoppers: shoppers, Admins: admins, Audit: log,
-		Payments: pay, Topups: pay, Refunds: pay,
-		Identity: id, Merchants: merchants.New(s.Ledger, log, admins, now), Ready: s.Ready(), Registry: registry, Now: now,
+		Payments: pay, Topups: pay, Refunds: pay, Payouts: pay,
+		Identity: id, Merchants: ms, Ready: s.Ready(), Registry: registry, Now: now,
 	}
 	if s.Bus != nil {
 		d.DeadLetters = s.DeadLetters

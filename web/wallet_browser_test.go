@@ -115,7 +115,8 @@ func TestWalletInBrowser(t *testing.T) {
 	// The merchant sees the charge less the platform's 10% and refunds the
 	// order from its statement's line.
 	merchant := newTab(t, b, "merchant", site.URL)
-	merchant.allowed = append(merchant.allowed, "status of 409 (Conflict)") // the second refund, refused on purpose
+	merchant.allowed = append(merchant.allowed, "status of 409 (Conflict)", // the second refund, refused on purpose
+		"status of 402 (Payment Required)") // the payout of too much
 	merchant.do("log in", chromedp.Navigate(site.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS("#email")),
 		chromedp.SendKeys(chromedp.CSS("#email"), email), chromedp.SendKeys(chromedp.CSS("#password"), password),
 		chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#new-sale")))
@@ -124,6 +125,12 @@ func TestWalletInBrowser(t *testing.T) {
 		fmt.Sprintf(` && document.querySelector('[data-refund="%s"]') && document.querySelector("#statement-note").hidden`, orderID), 30*time.Second)
 	merchant.screenshot(dir, "admin-balance-merchant.png")
 	merchant.phone(func() { merchant.screenshot(dir, "admin-balance-merchant-phone.png") })
+	// A payout of more than the account holds is refused in words and
+	// moves nothing (the refund below needs all of it).
+	merchant.do("pay out too much", chromedp.SendKeys(chromedp.CSS("#payout-amount"), "46"), chromedp.Click(chromedp.CSS("#payout-submit")))
+	merchant.waitJS("payout refused", `document.querySelector("#payout-error").textContent.startsWith("Your account holds less than that") &&
+		document.querySelector("#balance").textContent === `+moneyJS(4500), 10*time.Second)
+	merchant.screenshot(dir, "admin-payout-refused.png")
 	merchant.do("refund", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-refund="%s"]`, orderID))),
 		chromedp.SendKeys(chromedp.CSS("#refund-reason"), "arrived broken"))
 	if got := merchant.value("#refund-order"); got != orderID {

@@ -8,7 +8,7 @@
 // #/balance/{merchant id} (the operator).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
-  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent,
+  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText,
 } from "./common.js";
 import { Code, Phase, TransferKind } from "./codes.js";
 
@@ -102,7 +102,7 @@ async function act(id, action, body) {
     if (s) toast(`Sale ${id}: ${action} done`);
     return s;
   } catch (e) {
-    toast(e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message);
+    toast(errorText(e));
     return undefined;
   }
 }
@@ -671,7 +671,7 @@ async function balanceView(merchant) {
         current.awaiting((ts) => ts.some((t) => t.kind === TransferKind.Refund && t.order_id === o.order_id));
       }
     } catch (e) {
-      refundErr.textContent = e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
+      refundErr.textContent = errorText(e);
     }
     refund.disabled = false;
   } },
@@ -713,13 +713,57 @@ async function balanceView(merchant) {
           if (b.account === t.debit) current.awaiting((ts) => ts.some((x) => x.id === t.id));
         }
       } catch (e) {
-        err.textContent = e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
+        err.textContent = errorText(e);
       }
       submit.disabled = false;
     } },
     el("h2", {}, "Credit a wallet"),
     el("p", { class: "muted", style: "margin:0" }, "Goodwill from the platform's account to a shopper's wallet (the shopper's id is on their wallet page)."),
     el("label", {}, "Shopper id", user), el("label", {}, `Amount (${currentCurrency()})`, amount), el("label", {}, "Reason (for the audit log)", why),
+    err, submit, out);
+  }
+
+  // A merchant's payout to its bank, once per request id (kept while the
+  // same payout is retried: one the provider could not take yet is tried
+  // again, never sent twice).
+  let payoutForm = null;
+  if (me.role === "merchant") {
+    const amount = el("input", { id: "payout-amount", inputmode: "decimal", autocomplete: "off", placeholder: `e.g. ${toUnits(10000)}` });
+    const code = el("input", { id: "payout-code", inputmode: "numeric", maxlength: "6", autocomplete: "one-time-code" });
+    const err = el("p", { class: "err", id: "payout-error", role: "alert" });
+    const out = el("div", { id: "payout-result" });
+    const submit = el("button", { class: "primary", type: "submit", id: "payout-submit" }, "Pay out");
+    let intent = null; // {cents, id}
+    payoutForm = el("form", { class: "card stack money-form", id: "payout-form", novalidate: true, onsubmit: async (ev) => {
+      ev.preventDefault();
+      err.textContent = "";
+      out.replaceChildren();
+      const cents = parseUnits(amount.value);
+      if (cents === null || cents < 1) {
+        err.textContent = `Type an amount in ${currentCurrency()}, like ${toUnits(10000)}.`;
+        return;
+      }
+      if (!intent || intent.cents !== cents) intent = { cents, id: requestID() };
+      submit.disabled = true;
+      try {
+        const p = await guard(() => api("POST", "/admin/api/payouts", { amount_cents: cents, request_id: intent.id, totp: code.value.trim() }));
+        if (p) {
+          out.replaceChildren(p.status === "failed"
+            ? el("div", { class: "result bad" }, `The provider refused the payout of ${money(p.amount_cents)}: the money is back in your account.`)
+            : el("div", { class: "result good" }, `${money(p.amount_cents)} is on its way to your bank.`));
+          intent = null;
+          amount.value = code.value = "";
+          current.awaiting((ts) => ts.some((x) => x.payout_id === p.payout_id));
+        }
+      } catch (e) {
+        err.textContent = errorText(e);
+      }
+      submit.disabled = false;
+    } },
+    el("h2", {}, "Pay out"),
+    el("p", { class: "muted", style: "margin:0" }, "From this account to your bank, through the payment provider."),
+    el("label", {}, `Amount (${currentCurrency()})`, amount),
+    el("label", {}, "Authenticator code (if you set one up)", code),
     err, submit, out);
   }
 
@@ -735,7 +779,7 @@ async function balanceView(merchant) {
         el("p", { class: "muted small" }, operator && !merchant
           ? "Platform fees and the operator's own sales come in; goodwill credits go out (it may go below zero)."
           : "Paid orders come in, less the platform's fee; refunds and payouts go out.")),
-      refundForm, creditForm),
+      payoutForm, refundForm, creditForm),
     el("h2", {}, "Statement"), behind, st.box);
 }
 

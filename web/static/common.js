@@ -165,6 +165,12 @@ export function parseUnits(s, c = currency) {
 
 // requestID is a random id for a request the server makes once however
 // often it is sent (22 characters of A-Z a-z 0-9 _ -).
+// errorText is an API error in words: each field's message, or the
+// error's own.
+export function errorText(e) {
+  return e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
+}
+
 export function requestID() {
   const b = new Uint8Array(16);
   crypto.getRandomValues(b);
@@ -181,7 +187,8 @@ export const kindLabel = {
 // The platform's account (seckill.PlatformAccount): a fee it pays is the
 // fee of a refunded order, going back to the wallet.
 const platformAccount = "platform";
-const lineLabel = (t) => (t.kind === TransferKind.Fee && t.debit === platformAccount ? "Fee returned" : kindLabel[t.kind] || t.kind);
+const lineLabel = (t) => (t.kind === TransferKind.Fee && t.debit === platformAccount ? "Fee returned"
+  : t.kind === TransferKind.Void && t.payout_id ? "Payout returned" : kindLabel[t.kind] || t.kind);
 
 // statement shows an account's statement, newest first: load(before)
 // answers a page ({transfers, next_before_id?}); "Load more" appends the
