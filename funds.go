@@ -387,13 +387,18 @@ const (
 
 // Payout is a merchant's money sent to its bank through the provider.
 type Payout struct {
-	ID          string
-	MerchantID  int64
-	RequestID   string
-	Amount      int64
-	Status      PayoutStatus
-	ProviderRef string
-	CreatedAt   time.Time
+	ID         string
+	MerchantID int64
+	RequestID  string
+	Amount     int64
+	// Account (at the provider) and Currency are where it goes and in
+	// what, as they were when it was asked for: a retry sends the same.
+	Account, Currency string
+	Status            PayoutStatus
+	ProviderRef       string
+	// ReturnedAt is when a failed payout's money came back (nil: not yet).
+	ReturnedAt *time.Time
+	CreatedAt  time.Time
 }
 
 // PayoutIDOf is the id of merchant's payout of request id request: "po_"

@@ -319,31 +319,46 @@ func (s *Store) ChargeAnomalies(ctx context.Context) ([]ChargeAnomaly, error) {
 
 // payoutRow is a row of the payouts table.
 type payoutRow struct {
-	ID          string    `db:"id"`
-	MerchantID  int64     `db:"merchant_id"`
-	RequestID   string    `db:"request_id"`
-	Amount      int64     `db:"amount_cents"`
-	Status      string    `db:"status"`
-	ProviderRef *string   `db:"provider_ref"`
-	CreatedAt   time.Time `db:"created_at"`
+	ID          string     `db:"id"`
+	MerchantID  int64      `db:"merchant_id"`
+	RequestID   string     `db:"request_id"`
+	Amount      int64      `db:"amount_cents"`
+	Account     string     `db:"account"`
+	Currency    string     `db:"currency"`
+	Status      string     `db:"status"`
+	ProviderRef *string    `db:"provider_ref"`
+	ReturnedAt  *time.Time `db:"returned_at"`
+	CreatedAt   time.Time  `db:"created_at"`
 }
 
 func (r payoutRow) payout() seckill.Payout {
-	return seckill.Payout{ID: r.ID, MerchantID: r.MerchantID, RequestID: r.RequestID, Amount: r.Amount,
-		Status: seckill.PayoutStatus(r.Status), ProviderRef: deref(r.ProviderRef), CreatedAt: r.CreatedAt}
+	return seckill.Payout{ID: r.ID, MerchantID: r.MerchantID, RequestID: r.RequestID, Amount: r.Amount, Account: r.Account,
+		Currency: r.Currency, Status: seckill.PayoutStatus(r.Status), ProviderRef: deref(r.ProviderRef), ReturnedAt: r.ReturnedAt,
+		CreatedAt: r.CreatedAt}
 }
 
 const (
-	payoutColumns      = `id, merchant_id, request_id, amount_cents, status, provider_ref, created_at`
-	insertPayout       = `INSERT INTO payouts (id, merchant_id, request_id, amount_cents, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)`
+	payoutColumns = `id, merchant_id, request_id, amount_cents, account, currency, status, provider_ref, returned_at, created_at`
+	insertPayout  = `INSERT INTO payouts (id, merchant_id, request_id, amount_cents, account, currency, status, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`
 	selectPayout       = `SELECT ` + payoutColumns + ` FROM payouts WHERE id = ?`
 	selectPayoutByReq  = `SELECT ` + payoutColumns + ` FROM payouts WHERE merchant_id = ? AND request_id = ?`
 	updatePayoutStatus = `UPDATE payouts SET status = ?, provider_ref = ?, updated_at = ? WHERE id = ? AND status = 'pending'`
+	updatePayoutBack   = `UPDATE payouts SET returned_at = ?, updated_at = ? WHERE id = ? AND status = 'failed' AND returned_at IS NULL`
+	// The payouts a sweep finishes: pending since before a moment (the
+	// provider not reached, the process gone), refused without their
+	// money back.
+	selectStalePayouts = `SELECT ` + payoutColumns + ` FROM payouts
+WHERE status = 'pending' AND updated_at < ? OR status = 'failed' AND returned_at IS NULL ORDER BY updated_at LIMIT ?`
 	// A merchant's money that a void may still take back: charges to it of
 	// orders not paid yet (a payment that died between its charge and its
-	// commit, waiting for its timeout).
+	// commit, waiting for its timeout), or cancelled whose void the ledger
+	// does not hold yet.
 	selectUnsettled = `SELECT COALESCE(SUM(t.amount_cents), 0) FROM transfers t JOIN orders o ON o.id = t.order_id
-WHERE t.credit = ? AND t.kind = 'charge' AND o.status = 'pending'`
+WHERE t.credit = ? AND t.kind = 'charge' AND (o.status = 'pending' OR o.status = 'cancelled' AND NOT EXISTS
+  (SELECT 1 FROM transfers v WHERE v.order_id = o.id AND v.kind = 'void' AND v.debit = t.credit))`
+	selectAccountBalance = `SELECT (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE credit = ?) -
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE debit = ?)`
 )
 
 // ErrNoPayout is an unknown payout, or another merchant's.
@@ -353,7 +368,7 @@ var ErrNoPayout = seckill.Errorf(seckill.CodeNotFound, "No such payout.")
 // merchant and request id is returned instead (created false).
 func (s *Store) InsertPayout(ctx context.Context, p seckill.Payout) (seckill.Payout, bool, error) {
 	now := p.CreatedAt.UTC().Truncate(time.Millisecond)
-	_, err := s.q(ctx).ExecContext(ctx, insertPayout, p.ID, p.MerchantID, p.RequestID, p.Amount, now, now)
+	_, err := s.q(ctx).ExecContext(ctx, insertPayout, p.ID, p.MerchantID, p.RequestID, p.Amount, p.Account, p.Currency, now, now)
 	if Duplicate(err) {
 		got, err := one(ctx, s, payoutRow.payout, ErrNoPayout, "payout of request "+p.RequestID, selectPayoutByReq, p.MerchantID, p.RequestID)
 		return got, false, err
@@ -376,12 +391,43 @@ func (s *Store) SetPayoutStatus(ctx context.Context, id string, status seckill.P
 	return s.changeRow(ctx, "payout "+id, updatePayoutStatus, status, orNull(ref), now.UTC(), id)
 }
 
-// Unsettled is what account a received by charges of orders not paid yet:
-// money a void may still take back, not to be paid out.
+// SetPayoutReturned records that a failed payout's money is back.
+func (s *Store) SetPayoutReturned(ctx context.Context, id string, now time.Time) error {
+	_, err := s.changeRow(ctx, "payout "+id, updatePayoutBack, now.UTC(), now.UTC(), id)
+	return err
+}
+
+// StalePayouts lists at most limit payouts to finish: pending since
+// before, or failed without their money back; the oldest first.
+func (s *Store) StalePayouts(ctx context.Context, before time.Time, limit int) ([]seckill.Payout, error) {
+	var rows []payoutRow
+	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectStalePayouts, before.UTC(), limit); err != nil {
+		return nil, failed("stale payouts", err)
+	}
+	out := make([]seckill.Payout, len(rows))
+	for i, r := range rows {
+		out[i] = r.payout()
+	}
+	return out, nil
+}
+
+// Unsettled is what account a received by charges that a void may still
+// take back (orders not paid yet, or cancelled and not voided in the
+// ledger yet): not to be paid out.
 func (s *Store) Unsettled(ctx context.Context, a seckill.FundsAccount) (int64, error) {
 	var n int64
 	if err := sqlx.GetContext(ctx, s.q(ctx), &n, selectUnsettled, a); err != nil {
 		return 0, failed("unsettled charges of "+string(a), err)
+	}
+	return n, nil
+}
+
+// AccountBalance is what account a holds by the ledger: its credits less
+// its debits.
+func (s *Store) AccountBalance(ctx context.Context, a seckill.FundsAccount) (int64, error) {
+	var n int64
+	if err := sqlx.GetContext(ctx, s.q(ctx), &n, selectAccountBalance, a, a); err != nil {
+		return 0, failed("balance of "+string(a), err)
 	}
 	return n, nil
 }

@@ -250,9 +250,9 @@ var (
 // (seckill.RefundOf the order's charge, as the ledger holds it), the order
 // refunded and its units back on its sale, audited with reason. The
 // sale's merchant or the operator may; another merchant's order is
-// unknown. A merchant whose account holds less than it kept is refused
-// (seckill.ErrInsufficientFunds); a refunded order is
-// seckill.ErrOrderRefunded.
+// unknown. A merchant whose account holds less than it kept (past what it
+// must keep, as for a payout) is refused (seckill.ErrInsufficientFunds);
+// a refunded order is seckill.ErrOrderRefunded.
 func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order, error) {
 	reason = strings.TrimSpace(reason)
 	if msg := seckill.CheckText(reason, 200); msg != "" {
@@ -305,7 +305,12 @@ func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order,
 			if len(charge.Transfers) == 0 {
 				return errChargeInLimbo
 			}
-			if _, _, err := s.wallets.Move(ctx, seckill.RefundOf(charge, now)); err != nil {
+			refund := seckill.RefundOf(charge, now)
+			keep, err := s.kept(ctx, refund.Side)
+			if err != nil {
+				return err
+			}
+			if _, _, err := s.wallets.MoveKeeping(ctx, refund, keep); err != nil {
 				return err
 			}
 		}

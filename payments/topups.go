@@ -15,10 +15,11 @@ import (
 // provider.Test).
 type Provider interface {
 	Checkout(ctx context.Context, t seckill.Topup, returnURL string) (ref, url string, err error)
-	// Payout sends a merchant's payout to account at the provider: the
-	// provider's reference; an error wrapping seckill.ErrUnavailable when
-	// it could not be reached (try again), any other its refusal for good.
-	Payout(ctx context.Context, p seckill.Payout, account, currency string) (ref string, err error)
+	// Payout sends a merchant's payout to its account at the provider:
+	// the provider's reference; an error wrapping seckill.ErrUnavailable
+	// when it could not be reached (try again), any other its refusal for
+	// good.
+	Payout(ctx context.Context, p seckill.Payout) (ref string, err error)
 }
 
 // Webhooks checks a provider's signed webhook and reads what it says of a

@@ -59,34 +59,35 @@ func (s *Stripe) Checkout(ctx context.Context, t seckill.Topup, returnURL string
 }
 
 // errNoAccount refuses a payout to a merchant without a connected account.
-var errNoAccount = seckill.Errorf(seckill.CodeInvalid, "This merchant has no payout account at the provider yet: the operator sets it.")
+var errNoAccount = errors.New("provider: no connected account to pay out to")
 
 // Payout sends payout p to the merchant's Stripe connected account
-// (account, acct_…) as a Transfer from the platform's balance; Stripe pays
-// it to the merchant's bank on the account's schedule (Connect). The
-// payout's id is the idempotency key: a retry sends nothing twice. A
-// failure to reach Stripe wraps seckill.ErrUnavailable (the payout stays
-// pending); any other error is Stripe refusing it.
-func (s *Stripe) Payout(ctx context.Context, p seckill.Payout, account, currency string) (string, error) {
-	if account == "" {
+// (p.Account, acct_…) as a Transfer from the platform's balance; Stripe
+// pays it to the merchant's bank on the account's schedule (Connect). The
+// payout's id is the idempotency key: a retry within Stripe's 24 hours
+// sends nothing twice. A failure to reach Stripe, a request of the same
+// key still under way (409) or a key's conflict wrap seckill.ErrUnavailable
+// (the payout stays pending); any other error is Stripe refusing it.
+func (s *Stripe) Payout(ctx context.Context, p seckill.Payout) (string, error) {
+	if p.Account == "" {
 		return "", errNoAccount
 	}
 	params := &stripe.TransferCreateParams{
-		Amount:      stripe.Int64(p.Amount),
-		Currency:    stripe.String(strings.ToLower(currency)),
-		Destination: stripe.String(account),
-		Metadata:    map[string]string{"payout_id": p.ID, "merchant_id": fmt.Sprint(p.MerchantID)},
+		Amount:        stripe.Int64(p.Amount),
+		Currency:      stripe.String(strings.ToLower(p.Currency)),
+		Destination:   stripe.String(p.Account),
+		TransferGroup: stripe.String(p.ID),
+		Metadata:      map[string]string{"payout_id": p.ID, "merchant_id": fmt.Sprint(p.MerchantID)},
 	}
 	params.SetIdempotencyKey("payout:" + p.ID)
 	tr, err := s.client.V1Transfers.Create(ctx, params)
-	var se *stripe.Error
-	switch {
-	case errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 429:
-		// Refused for good (no such account, not enough on the platform's
-		// balance): not ErrUnavailable, so the money goes back.
-		return "", fmt.Errorf("provider: stripe refused payout %s: %s", p.ID, se.Msg)
-	case err != nil:
-		return "", fmt.Errorf("provider: stripe payout %s: %w: %w", p.ID, seckill.ErrUnavailable, err)
+	if err == nil {
+		return tr.ID, nil
 	}
-	return tr.ID, nil
+	var se *stripe.Error
+	if errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 409 &&
+		se.HTTPStatusCode != 429 && se.Type != stripe.ErrorTypeIdempotency {
+		return "", fmt.Errorf("provider: stripe refused payout %s: %s", p.ID, se.Msg)
+	}
+	return "", fmt.Errorf("provider: stripe payout %s: %w: %w", p.ID, seckill.ErrUnavailable, err)
 }

@@ -60,9 +60,9 @@ const RefusedAccount = "acct_refused"
 
 // Payout pays p out at once (the test provider has no bank), but to
 // RefusedAccount.
-func (p Test) Payout(_ context.Context, po seckill.Payout, account, _ string) (string, error) {
-	if account == RefusedAccount {
-		return "", fmt.Errorf("provider: the test provider refuses payouts to %s", account)
+func (p Test) Payout(_ context.Context, po seckill.Payout) (string, error) {
+	if po.Account == RefusedAccount {
+		return "", fmt.Errorf("provider: the test provider refuses payouts to %s", po.Account)
 	}
 	return "test_" + po.ID, nil
 }

@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pquerna/otp/totp"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/provider"
 	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/system/servertest"
@@ -57,8 +59,8 @@ func payout(t *testing.T, st *stack, cents int64, rid, code string, hdr ...strin
 // TestPayout: a merchant pays out what its account holds, once per
 // request id (a retry answers the same payout, another amount is
 // refused); more than it holds is 402 and changes nothing; the operator
-// may not; twenty payouts at once from one account never take it below
-// 0; a payout the provider refuses ends failed and its money comes back;
+// may not; the same payout asked at once is one payout; twenty payouts at
+// once from one account never take it below 0; a payout the provider refuses ends failed and its money comes back;
 // each is in the audit log and the statement.
 func TestPayout(t *testing.T) {
 	st := newStack(t, "SECKILL_PLATFORM_FEE_BPS=250")
@@ -92,8 +94,8 @@ func TestPayout(t *testing.T) {
 		t.Fatalf("payout: %v", r)
 	}
 	id := r.Body["payout_id"]
-	if again := payout(t, st, 1000, "payout-first", "", merchant); again.Status != 200 || again.Body["payout_id"] != id {
-		t.Errorf("a retry: %v, want 200 and %v", again, id)
+	if again := payout(t, st, 1000, "payout-first", "", merchant); again.Status != 201 || again.Body["payout_id"] != id {
+		t.Errorf("a retry: %v, want 201 and %v", again, id)
 	}
 	if other := payout(t, st, 900, "payout-first", "", merchant); other.Status != 400 {
 		t.Errorf("the same request id for another amount: %v", other)
@@ -102,9 +104,24 @@ func TestPayout(t *testing.T) {
 		t.Fatalf("after paying out 1000 of 1950: %d", b)
 	}
 
-	// Twenty payouts of 100 at once from 950: nine are paid, eleven
-	// refused, the account never below 0.
+	// The same payout asked eight times at once: one payout, paid once.
 	var wg sync.WaitGroup
+	twins := make([]response, 8)
+	for i := range twins {
+		wg.Go(func() { twins[i] = payout(t, st, 100, "payout-twin", "", merchant) })
+	}
+	wg.Wait()
+	for _, r := range twins {
+		if r.Status != 201 || r.Body["payout_id"] != twins[0].Body["payout_id"] {
+			t.Errorf("the same payout at once: %v and %v", r, twins[0])
+		}
+	}
+	if b := accountOf(t, st, merchant); b != 850 {
+		t.Fatalf("after the same payout of 100 eight times at once: %d, want 850", b)
+	}
+
+	// Twenty payouts of 100 at once from 850: eight are paid, twelve
+	// refused, the account never below 0.
 	statuses := make([]int, 20)
 	for i := range statuses {
 		wg.Go(func() { statuses[i] = payout(t, st, 100, fmt.Sprintf("payout-race-%02d", i), "", merchant).Status })
@@ -119,8 +136,8 @@ func TestPayout(t *testing.T) {
 			refused++
 		}
 	}
-	if paid != 9 || refused != 11 {
-		t.Errorf("twenty payouts of 100 from 950: %d paid, %d refused (%v)", paid, refused, statuses)
+	if paid != 8 || refused != 12 {
+		t.Errorf("twenty payouts of 100 from 850: %d paid, %d refused (%v)", paid, refused, statuses)
 	}
 	if b := accountOf(t, st, merchant); b != 50 {
 		t.Errorf("after the race: %d, want 50", b)
@@ -138,7 +155,7 @@ func TestPayout(t *testing.T) {
 		b := accountOf(t, st, merchant)
 		return b == 50, fmt.Sprint(b)
 	})
-	if r := payout(t, st, 50, "payout-refused", "", merchant); r.Status != 200 || r.Body["status"] != "failed" {
+	if r := payout(t, st, 50, "payout-refused", "", merchant); r.Status != 201 || r.Body["status"] != "failed" {
 		t.Errorf("a refused payout retried: %v", r)
 	}
 	if b := accountOf(t, st, merchant); b != 50 {
@@ -230,5 +247,97 @@ func TestPayoutThroughStripe(t *testing.T) {
 	}
 	if b := accountOf(t, st, merchant); b != 600 {
 		t.Errorf("after paying out 400 of 1000: %d", b)
+	}
+}
+
+// TestPayoutKeepsUnsettledCharges: a charge whose order is not paid yet
+// (a payment that died between its charge and its commit, as funds.Move
+// alone leaves it) is in the merchant's balance, yet a void may take it
+// back: it is not paid out, so the void leaves the account at 0, never
+// below.
+func TestPayoutKeepsUnsettledCharges(t *testing.T) {
+	st := newStack(t)
+	st.StartPipeline(t)
+	mid, merchant := merchantLogin(t, st, "unsettled@shop.example")
+	earn(t, st, merchant, "u_settled", 1, 1000)
+	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Limbo", "item": "Thing", "price_cents": 1000,
+		"total": 10, "per_user_limit": 5, "starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
+	user := "u_limbo"
+	st.Fund(t, user, 1000)
+	buy := call(t, st.h, "POST", buyPath(num(r.Body, "id")), buyBody(1, "limbo-buy-1"), bearer(servertest.Token(t, user)))
+	id, _ := buy.Body["order_id"].(string)
+	if buy.Status != 200 || id == "" {
+		t.Fatalf("buy: %v", buy)
+	}
+	var o seckill.Order
+	servertest.WaitFor(t, 20*time.Second, "the order in the ledger", func() (bool, string) {
+		var err error
+		o, err = st.Ledger.Order(t.Context(), id)
+		return err == nil, fmt.Sprint(err)
+	})
+	charge, _ := seckill.ChargeMovement(o, mid, st.Config.Funds.FeeBps, time.Now())
+	if _, _, err := st.Funds.Move(t.Context(), charge); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 20*time.Second, "the charge followed", func() (bool, string) {
+		b := accountOf(t, st, merchant)
+		return b == 2000, fmt.Sprint(b)
+	})
+	if r := payout(t, st, 1001, "payout-limbo-1", "", merchant); r.Status != 402 {
+		t.Errorf("paying out part of a charge not settled: %v", r)
+	}
+	if r := payout(t, st, 1000, "payout-limbo-2", "", merchant); r.Status != 201 || r.Body["status"] != "paid" {
+		t.Errorf("paying out what is settled: %v", r)
+	}
+	// The payment's timeout voids the charge: the account ends at 0.
+	if _, err := st.Funds.Cancel(t.Context(), seckill.WalletOf(user), charge.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 20*time.Second, "the void followed", func() (bool, string) {
+		b := accountOf(t, st, merchant)
+		return b == 0, fmt.Sprint(b)
+	})
+}
+
+// TestPayoutProviderDown: with Stripe out of reach a payout answers 503
+// and stays pending, its money held; the same request id sends it once
+// Stripe is back, and the worker's sweep sends one nobody retried.
+func TestPayoutProviderDown(t *testing.T) {
+	mock := servertest.StripeMock(t)
+	px := servertest.Proxy(t, "stripe", strings.TrimPrefix(mock, "http://"))
+	st := newStack(t, "SECKILL_PAYMENT_PROVIDER=stripe", "SECKILL_STRIPE_SECRET_KEY=sk_test_seckill",
+		"SECKILL_STRIPE_WEBHOOK_SECRET=whsec_new", "SECKILL_STRIPE_API_BASE=http://"+px.Listen)
+	broker := st.StartPipeline(t)
+	mid, merchant := merchantLogin(t, st, "providerdown@shop.example")
+	earn(t, st, merchant, "u_providerdown", 1, 1000)
+	if r := call(t, st.h, "POST", fmt.Sprintf("/admin/api/merchants/%d/payout-account", mid),
+		map[string]any{"account": "acct_1Down"}, admin()); r.Status != 200 {
+		t.Fatalf("set the account: %v", r)
+	}
+	px.Stop()
+	for _, rid := range []string{"payout-down-1", "payout-down-2"} {
+		if r := payout(t, st, 300, rid, "", merchant); r.Status != 503 {
+			t.Errorf("%s with Stripe down: %v", rid, r)
+		}
+	}
+	if b := accountOf(t, st, merchant); b != 400 {
+		t.Fatalf("two payouts of 300 pending: the account holds %d, want 400", b)
+	}
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if r := payout(t, st, 300, "payout-down-1", "", merchant); r.Status != 201 || r.Body["status"] != "paid" {
+		t.Errorf("the retry with Stripe back: %v", r)
+	}
+	sys := system.New(st.Config, system.Conns{Redis: st.Redis, DB: st.DB, Bus: broker}, nil)
+	if n, err := sys.SettlePayouts(t.Context(), time.Now().Add(time.Minute)); err != nil || n != 1 {
+		t.Errorf("the sweep finished %d payouts (%v), want 1", n, err)
+	}
+	p, err := st.Ledger.Payout(t.Context(), seckill.PayoutIDOf(mid, "payout-down-2"))
+	if err != nil || p.Status != seckill.PayoutPaid || !strings.HasPrefix(p.ProviderRef, "tr_") {
+		t.Errorf("the swept payout: %+v (%v)", p, err)
+	}
+	if b := accountOf(t, st, merchant); b != 400 {
+		t.Errorf("after both paid: the account holds %d, want 400", b)
 	}
 }

@@ -264,7 +264,7 @@ func (s *Server) refundOrder(c *gin.Context) {
 
 // Payouts are a merchant's payouts to its bank (package payments).
 type Payouts interface {
-	Payout(ctx context.Context, requestID, code string, amount int64) (seckill.Payout, bool, error)
+	Payout(ctx context.Context, requestID, code string, amount int64) (seckill.Payout, error)
 }
 
 type payoutRequest struct {
@@ -284,21 +284,18 @@ type payoutJSON struct {
 }
 
 // payout answers POST /admin/api/payouts: the signed-in merchant's money
-// to its bank, 201 when this request made it, 200 for a retry.
+// to its bank; a retry answers the same payout as it stands now (201, as
+// a top-up's or a credit's retry).
 func (s *Server) payout(c *gin.Context) {
 	var req payoutRequest
 	if err := decode(c, &req); err != nil {
 		abort(c, err)
 		return
 	}
-	p, created, err := s.Payouts.Payout(c.Request.Context(), req.RequestID, req.Code, req.AmountCents)
+	p, err := s.Payouts.Payout(c.Request.Context(), req.RequestID, req.Code, req.AmountCents)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	c.JSON(status, payoutJSON{ID: p.ID, Status: p.Status, AmountCents: p.Amount, ProviderRef: p.ProviderRef, CreatedAt: p.CreatedAt.UTC()})
+	c.JSON(http.StatusCreated, payoutJSON{ID: p.ID, Status: p.Status, AmountCents: p.Amount, ProviderRef: p.ProviderRef, CreatedAt: p.CreatedAt.UTC()})
 }

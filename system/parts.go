@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -53,9 +54,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	}
 	admins := sessions.NewAdmins(s.Redis, sc, now)
 	ms := merchants.New(s.Ledger, log, admins, now)
-	pay := payments.New(payments.Deps{Wallets: s.Funds, Ledger: s.Ledger, Topups: s.Ledger, Orders: s.Ledger, Stock: s.Stock, Audit: log,
-		Provider: Provider(cfg), Webhooks: provider.Verifier{Secrets: cfg.Funds.WebhookSecrets()}, Payouts: s.Ledger, Merchants: ms},
-		PaymentsConfig(cfg), now)
+	pay := s.payments(log, ms, now)
 	d := server.Deps{
 		Sales: svc, Outcomes: sales.NewOutcomes(s.Stock), Tickets: tix,
 		Room:     room.New(s.Stock, svc, room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.PassTTL, now),
@@ -240,7 +239,46 @@ func (s *System) RunWorkers(ctx context.Context) error {
 		go func() { defer close(fdone); s.FundsReconciler().Watch(fwatch, s.Config.Orders.ReconcileInterval) }()
 		defer func() { fstop(); <-fdone }()
 	}
+	sweep, stopSweep := context.WithCancel(ctx)
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); s.sweepPayouts(sweep) }()
+	defer func() { stopSweep(); <-sweepDone }()
 	return s.RunConsumers(ctx)
+}
+
+// payments builds the payments service (ms: the merchants, for payouts'
+// second factor; nil where no payout is asked for).
+func (s *System) payments(log *audit.Service, ms payments.Merchants, now func() time.Time) *payments.Service {
+	return payments.New(payments.Deps{Wallets: s.Funds, Ledger: s.Ledger, Topups: s.Ledger, Orders: s.Ledger, Stock: s.Stock, Audit: log,
+		Provider: Provider(s.Config), Webhooks: provider.Verifier{Secrets: s.Config.Funds.WebhookSecrets()}, Payouts: s.Ledger,
+		Merchants: ms}, PaymentsConfig(s.Config), now)
+}
+
+// PayoutSweep is how often the worker finishes the payouts left behind:
+// those pending for longer are sent to the provider again.
+const PayoutSweep = time.Minute
+
+// SettlePayouts finishes the payouts left behind: pending since before,
+// failed without their money back (payments.Service.SettlePayouts).
+func (s *System) SettlePayouts(ctx context.Context, before time.Time) (int, error) {
+	return s.payments(audit.New(s.Ledger, time.Now), nil, time.Now).SettlePayouts(ctx, before)
+}
+
+// sweepPayouts settles the payouts left behind every PayoutSweep until
+// ctx ends.
+func (s *System) sweepPayouts(ctx context.Context) {
+	t := time.NewTicker(PayoutSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.SettlePayouts(ctx, time.Now().Add(-PayoutSweep)); err != nil && ctx.Err() == nil {
+				slog.Warn("payouts sweep", "err", err)
+			}
+		}
+	}
 }
 
 // FundsReconciler builds the reconciler of money: every account's Redis

@@ -54,6 +54,8 @@ func TestPagesNameCodesInOneModule(t *testing.T) {
 			t.Errorf("codes.js: TransferKind.%s is %q, not a kind of transfer", m[1], m[2])
 		case group == "TopupStatus" && !slices.Contains(topupStatuses, seckill.TopupStatus(m[2])):
 			t.Errorf("codes.js: TopupStatus.%s is %q, not a status of a top-up", m[1], m[2])
+		case group == "PayoutStatus" && !slices.Contains(payoutStatuses, seckill.PayoutStatus(m[2])):
+			t.Errorf("codes.js: PayoutStatus.%s is %q, not a status of a payout", m[1], m[2])
 		}
 	}
 	for _, c := range seckill.Codes() {
@@ -93,11 +95,13 @@ var queueStatuses = []seckill.QueueStatus{seckill.QueueWaiting, seckill.QueueAdm
 // phases are the states of a sale as shoppers see them.
 var phases = []seckill.Phase{seckill.PhaseScheduled, seckill.PhaseActive, seckill.PhasePaused, seckill.PhaseSoldOut, seckill.PhaseEnded}
 
-// orderStatuses, transferKinds and topupStatuses are the states of an
-// order, the kinds of a statement's lines and the states of a top-up.
+// orderStatuses, transferKinds, topupStatuses and payoutStatuses are the
+// states of an order, the kinds of a statement's lines and the states of
+// a top-up and of a payout.
 var (
 	orderStatuses = []seckill.OrderStatus{seckill.OrderPending, seckill.OrderPaid, seckill.OrderCancelled, seckill.OrderRefunded}
 	transferKinds = []seckill.TransferKind{seckill.TransferTopup, seckill.TransferCharge, seckill.TransferFee, seckill.TransferRefund,
 		seckill.TransferCredit, seckill.TransferPayout, seckill.TransferVoid}
-	topupStatuses = []seckill.TopupStatus{seckill.TopupPending, seckill.TopupSucceeded, seckill.TopupFailed}
+	topupStatuses  = []seckill.TopupStatus{seckill.TopupPending, seckill.TopupSucceeded, seckill.TopupFailed}
+	payoutStatuses = []seckill.PayoutStatus{seckill.PayoutPending, seckill.PayoutPaid, seckill.PayoutFailed}
 )

@@ -13,7 +13,6 @@ import (
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus"
@@ -245,17 +244,9 @@ func (p *pipeline) checkReconciles(t *testing.T, sale int64) {
 	}
 }
 
-// proxy is an in-process toxiproxy in front of upstream, for cutting a
-// service off and bringing it back.
+// proxy is an in-process toxiproxy in front of upstream (servertest.Proxy).
 func proxy(t *testing.T, name, upstream string) *toxiproxy.Proxy {
-	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	return p
+	return servertest.Proxy(t, name, upstream)
 }
 
 // viaProxy rewrites a host:port inside s to go through p.

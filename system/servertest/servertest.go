@@ -23,11 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2"
 	"github.com/go-sql-driver/mysql"
 	"github.com/gorilla/websocket"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/bus/rabbitmq"
@@ -555,6 +557,20 @@ func StripeMock(t testing.TB) string {
 		t.Fatal("servertest: stripe-mock did not say where it listens within 30s")
 	}
 	return ""
+}
+
+// Proxy is an in-process toxiproxy in front of upstream (host:port), for
+// cutting a service off (Stop) and bringing it back (Start); it listens
+// at its Listen address.
+func Proxy(t testing.TB, name, upstream string) *toxiproxy.Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
 }
 
 func fileExists(p string) bool {

@@ -10,7 +10,7 @@ import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
   setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText,
 } from "./common.js";
-import { Code, Phase, TransferKind } from "./codes.js";
+import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
 
 const pg = page($("#app"));
 
@@ -748,7 +748,7 @@ async function balanceView(merchant) {
       try {
         const p = await guard(() => api("POST", "/admin/api/payouts", { amount_cents: cents, request_id: intent.id, totp: code.value.trim() }));
         if (p) {
-          out.replaceChildren(p.status === "failed"
+          out.replaceChildren(p.status === PayoutStatus.Failed
             ? el("div", { class: "result bad" }, `The provider refused the payout of ${money(p.amount_cents)}: the money is back in your account.`)
             : el("div", { class: "result good" }, `${money(p.amount_cents)} is on its way to your bank.`));
           intent = null;

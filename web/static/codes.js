@@ -77,3 +77,11 @@ export const TopupStatus = Object.freeze({
   Succeeded: "succeeded",
   Failed: "failed",
 });
+
+// PayoutStatus is where a merchant's payout stands: pending until the
+// provider took it (paid) or refused it (failed: the money came back).
+export const PayoutStatus = Object.freeze({
+  Pending: "pending",
+  Paid: "paid",
+  Failed: "failed",
+});
