@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/bus/rabbitmq"
+	"github.com/seckill/seckill/cmd/seckill/bench"
+	"github.com/seckill/seckill/system"
+	"github.com/seckill/seckill/system/servertest"
+	"github.com/seckill/seckill/worker"
+)
+
+// The payment faults' shape: each shopper has one order of payPrice and a
+// wallet of twice that, so a second charge would fit and show.
+const payShoppers, payPrice = 300, 500
+
+// payFault is a payment burst's setting: its shoppers' tokens and orders,
+// on env, with the pipeline running in the test.
+type payFault struct {
+	env     *servertest.Env
+	broker  *rabbitmq.Bus
+	tokens  []string
+	orders  []string
+	shopper func(i int) string
+}
+
+// newPayFault makes the shoppers, funds them and has each buy one unit
+// through the server at base.
+func newPayFault(t *testing.T, env *servertest.Env, base string) *payFault {
+	t.Helper()
+	f := &payFault{env: env, broker: env.StartPipeline(t), tokens: make([]string, payShoppers), orders: make([]string, payShoppers),
+		shopper: func(i int) string { return fmt.Sprint("payfault-", i) }}
+	sale := servertest.MustSale(t, env.Server(t, nil), servertest.SaleSpec{Total: payShoppers, Limit: 1, PriceCents: payPrice})
+	for i := range payShoppers {
+		f.tokens[i] = servertest.Token(t, f.shopper(i))
+		env.Fund(t, f.shopper(i), 2*payPrice)
+		var ans struct {
+			OrderID string `json:"order_id"`
+		}
+		if code := post(t, base, fmt.Sprintf("/api/sales/%d/buy", sale.ID), f.tokens[i],
+			map[string]any{"qty": 1, "request_id": fmt.Sprintf("payfault-buy-%04d", i)}, &ans); code != http.StatusOK {
+			t.Fatalf("buy %d: %d", i, code)
+		}
+		f.orders[i] = ans.OrderID
+	}
+	return f
+}
+
+// pay has every shopper pay its order through base, 32 at once, and
+// calls fault once a third have answered; it returns the orders answered
+// 200.
+func (f *payFault) pay(t *testing.T, base string, fault func()) map[string]bool {
+	var (
+		mu       sync.Mutex
+		paid     = map[string]bool{}
+		answered atomic.Int64
+		once     sync.Once
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, 32)
+	)
+	for i := range payShoppers {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if post(t, base, "/api/orders/"+f.orders[i]+"/pay", f.tokens[i], nil, nil) == http.StatusOK {
+				mu.Lock()
+				paid[f.orders[i]] = true
+				mu.Unlock()
+			}
+			if answered.Add(1) == payShoppers/3 && fault != nil {
+				once.Do(fault)
+			}
+		})
+	}
+	wg.Wait()
+	return paid
+}
+
+// limbo counts the orders charged in Redis whose payment the ledger has
+// not committed: what a fault cut off between the two.
+func (f *payFault) limbo(t *testing.T) int {
+	n := 0
+	for i, id := range f.orders {
+		o, err := f.env.Ledger.Order(t.Context(), id)
+		b, _ := f.env.Funds.Balance(t.Context(), seckill.WalletOf(f.shopper(i)))
+		if err == nil && o.Status == seckill.OrderPending && b == payPrice {
+			n++
+		}
+	}
+	return n
+}
+
+// check fails the test unless every order is paid with its charge, every
+// wallet charged exactly once, and Redis and the ledger reconcile.
+func (f *payFault) check(t *testing.T, before map[string]bool) {
+	t.Helper()
+	for i, id := range f.orders {
+		o, err := f.env.Ledger.Order(t.Context(), id)
+		if err != nil || o.Status != seckill.OrderPaid || o.ChargeID == "" {
+			t.Errorf("order %s (answered paid before the fault: %v): %+v %v", id, before[id], o, err)
+		}
+		if b, err := f.env.Funds.Balance(t.Context(), seckill.WalletOf(f.shopper(i))); err != nil || b != payPrice {
+			t.Errorf("shopper %d's wallet holds %d (%v), want %d: charged other than once", i, b, err, payPrice)
+		}
+	}
+	sys := system.New(f.env.Config, system.Conns{Redis: f.env.Redis, DB: f.env.DB, Bus: f.broker}, nil)
+	fr := worker.NewFundsReconciler(sys.Funds, f.env.Ledger, f.broker, nil)
+	servertest.WaitFor(t, 60*time.Second, "the funds reconciled", func() (bool, string) {
+		rep, err := fr.Check(t.Context())
+		return err == nil && !rep.InFlight && len(rep.Drift) == 0 && rep.RedisSum == 0 && rep.LedgerSum == 0, fmt.Sprintf("%+v %v", rep, err)
+	})
+}
+
+// TestPaymentsSurviveServerKill: the shoppers pay at once through a
+// `seckill serve` killed with SIGKILL a third of the way in, then pay
+// again through a fresh process, as clients whose request failed do.
+// Every payment answered 200 before the kill is paid; after the retries
+// every order is paid and charged once (a charge made before the kill
+// whose commit it cut is found made, not made again); the books
+// reconcile to the cent.
+func TestPaymentsSurviveServerKill(t *testing.T) {
+	bin := servertest.Binary(t)
+	env := servertest.New(t, "SECKILL_RELAY_CLAIM_IDLE=2s") // the dead process's outbox entries claimed soon
+	first, err := bench.StartServe(context.Background(), bin, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.Stop)
+	f := newPayFault(t, env, "http://"+first.Addr)
+	paid := f.pay(t, "http://"+first.Addr, first.Kill)
+	if len(paid) == 0 || len(paid) == payShoppers {
+		t.Fatalf("%d of %d payments answered 200 before the kill: it did not land mid-burst", len(paid), payShoppers)
+	}
+	limbo := f.limbo(t)
+	second, err := bench.StartServe(context.Background(), bin, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Stop)
+	if again := f.pay(t, "http://"+second.Addr, nil); len(again) != payShoppers {
+		t.Errorf("%d of %d payments answered 200 when paid again", len(again), payShoppers)
+	}
+	f.check(t, paid)
+	t.Logf("%d of %d payments answered 200 before the SIGKILL, %d charged but not committed; all paid once after the retries",
+		len(paid), payShoppers, limbo)
+}
+
+// TestPaymentsSurviveMySQLOutage: the shoppers pay through a `seckill
+// serve` whose MySQL is cut off (a proxy stopped) a third of the way in:
+// a payment it cannot commit answers an error, never 200; MySQL back, the
+// clients pay again; every order is paid and charged once and the books
+// reconcile.
+func TestPaymentsSurviveMySQLOutage(t *testing.T) {
+	bin := servertest.Binary(t)
+	env := servertest.New(t)
+	dsn, err := mysql.ParseDSN(env.Config.MySQL.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := servertest.Proxy(t, "mysql", dsn.Addr)
+	child, err := bench.Start(context.Background(), bin, env.Config,
+		[]string{"SECKILL_MYSQL_DSN=" + strings.Replace(env.Config.MySQL.DSN, dsn.Addr, px.Listen, 1)}, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(child.Stop)
+	f := newPayFault(t, env, "http://"+child.Addr)
+	paid := f.pay(t, "http://"+child.Addr, px.Stop)
+	if len(paid) == 0 || len(paid) == payShoppers {
+		t.Fatalf("%d of %d payments answered 200 with MySQL cut a third of the way in", len(paid), payShoppers)
+	}
+	for _, id := range f.orders {
+		if o, err := env.Ledger.Order(t.Context(), id); paid[id] && (err != nil || o.Status != seckill.OrderPaid) {
+			t.Errorf("order %s answered paid is %+v (%v) in the ledger", id, o, err)
+		}
+	}
+	limbo := f.limbo(t)
+	if err := px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 30*time.Second, "the server ready again", func() (bool, string) {
+		res, err := http.Get("http://" + child.Addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, res.Status
+	})
+	if again := f.pay(t, "http://"+child.Addr, nil); len(again) != payShoppers {
+		t.Errorf("%d of %d payments answered 200 when paid again", len(again), payShoppers)
+	}
+	f.check(t, paid)
+	t.Logf("%d of %d payments answered 200 before MySQL was cut, %d charged but not committed; all paid once after the retries",
+		len(paid), payShoppers, limbo)
+}
