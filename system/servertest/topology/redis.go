@@ -71,6 +71,13 @@ func startRedis(dir string, directives ...string) (*RedisNode, error) {
 	return nil, last
 }
 
+// StartRedis starts one redis-server keeping its data in dir (appendonly,
+// as production: a Kill and Restart bring it back with what it
+// acknowledged), with the given directives on top.
+func StartRedis(dir string, directives ...string) (*RedisNode, error) {
+	return startRedis(dir, directives...)
+}
+
 // startRedisOn starts redis-server on port with the given directives.
 func startRedisOn(dir string, port int, directives ...string) (*RedisNode, error) {
 	ndir := filepath.Join(dir, strconv.Itoa(port))
