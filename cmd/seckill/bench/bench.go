@@ -92,6 +92,7 @@ var Cases = []Case{
 	{"identity", "what identities cost: buys with the provider's bearer tokens vs session tokens (server CPU per request), password sign-ins (CPU each, unknown email vs wrong password)", identityCase},
 	{"room", "the waiting room: server CPU per buy with an admission pass vs without a room, and a crowd in the pre-queue let in at 500/s (rate, queue frames' gap, fairness)", roomCase},
 	{"capacity", "open-loop ramp against a seckill all child: the highest arrival rate with p99 < 50 ms and no error, with stock and sold out, this design vs one EVALSHA per request, CPU per order per process, and a chart", capacityCase},
+	{"money", "wallets: server CPU per pay vs per buy against a `seckill all` child, Redis CPU per funds decision, the whole system's CPU per paid order vs per order", moneyCase},
 	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 
