@@ -182,6 +182,38 @@ func (s *Store) Cancel(ctx context.Context, side seckill.FundsAccount, target st
 	return false, fmt.Errorf("funds: cancel %s: %w: it keeps changing", target, seckill.ErrUnavailable)
 }
 
+// Close makes sure movement target, decided on side, is never made from
+// now on (a barrier: a later Move of it answers seckill.ErrOrderCancelled)
+// unless it was made already: then made is true and nothing changes. In
+// one atomic step, so a Move racing it either came first (made) or is
+// refused: what the payment timeout asks before it cancels an order.
+func (s *Store) Close(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (made bool, err error) {
+	r := seckill.Reverse(seckill.Movement{ID: target, Side: side}, at)
+	_, _, err = s.run(ctx, "cancel", side, r.ID, r.Delta(side), r.Sum(), "", target, false, 0)
+	switch {
+	case errors.Is(err, errMadeMeanwhile):
+		return true, nil
+	case seckill.CodeOf(err) == seckill.CodeInvalid:
+		return false, nil // reversed before (Cancel): it stands undone, and can no longer be made
+	}
+	return false, err
+}
+
+// Made reports whether movement id, decided on side, was made (a retry of
+// it would answer made before): a payment whose status the ledger does
+// not show yet.
+func (s *Store) Made(ctx context.Context, side seckill.FundsAccount, id string) (bool, error) {
+	rec, err := s.rdb.Get(ctx, s.keys.Funds(s.Group(side)).Movement(id)).Result()
+	if err == redis.Nil {
+		return false, nil
+	}
+	if err != nil {
+		return false, failed("read "+id, err)
+	}
+	_, _, made := recordEvent(rec)
+	return made, nil
+}
+
 // recordEvent reads a movement record "ok|sum|balance|event".
 func recordEvent(rec string) (sum, event string, ok bool) {
 	f := strings.SplitN(rec, "|", 4)

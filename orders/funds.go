@@ -56,8 +56,9 @@ const (
 )
 
 // InsertMovements writes the transfers of movements with multi-row
-// INSERTs, in one transaction (ctx's, if it has one). Transfers already
-// present are left as they are, so a redelivered movement is a no-op.
+// INSERTs, and sets paid the pending orders whose charges they hold, in
+// one transaction (ctx's, if it has one). Transfers already present are
+// left as they are, so a redelivered movement is a no-op.
 func (s *Store) InsertMovements(ctx context.Context, ms []seckill.Movement, now time.Time) error {
 	type row struct {
 		movement string
@@ -91,8 +92,40 @@ func (s *Store) InsertMovements(ctx context.Context, ms []seckill.Movement, now 
 				return failed(fmt.Sprintf("insert %d transfers", n), err)
 			}
 		}
-		return nil
+		return s.setCharged(ctx, ms)
 	})
+}
+
+// setCharged sets paid, in ctx's transaction, the pending orders whose
+// charges ms hold: a payment is decided by its charge in Redis, and its
+// order's status comes to the ledger with it. An order cancelled or paid
+// already is left alone.
+func (s *Store) setCharged(ctx context.Context, ms []seckill.Movement) error {
+	var charges []seckill.Transfer
+	for _, m := range ms {
+		for _, t := range m.Transfers {
+			if t.Kind == seckill.TransferCharge && t.OrderID != "" && m.ID == seckill.ChargeID(t.OrderID) {
+				charges = append(charges, t)
+			}
+		}
+	}
+	for len(charges) > 0 {
+		n := min(len(charges), maxRowsPerInsert)
+		var ids, charged, at []any
+		for _, t := range charges[:n] {
+			ids = append(ids, t.OrderID)
+			charged = append(charged, t.OrderID, seckill.ChargeID(t.OrderID))
+			at = append(at, t.OrderID, t.At.UTC())
+		}
+		when := strings.Repeat(` WHEN ? THEN ?`, n)
+		q := `UPDATE orders SET status = 'paid', charge_id = CASE id` + when + ` END, paid_at = CASE id` + when +
+			` END WHERE status = 'pending' AND id IN (?` + strings.Repeat(`,?`, n-1) + `)`
+		if _, err := s.q(ctx).ExecContext(ctx, q, append(append(charged, at...), ids...)...); err != nil {
+			return failed(fmt.Sprintf("set %d orders paid", n), err)
+		}
+		charges = charges[n:]
+	}
+	return nil
 }
 
 const (
@@ -351,9 +384,11 @@ VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`
 	selectStalePayouts = `SELECT ` + payoutColumns + ` FROM payouts
 WHERE status = 'pending' AND updated_at < ? OR status = 'failed' AND returned_at IS NULL ORDER BY updated_at LIMIT ?`
 	// A merchant's money that a void may still take back: charges to it of
-	// orders not paid yet (a payment that died between its charge and its
-	// commit, waiting for its timeout), or cancelled whose void the ledger
-	// does not hold yet.
+	// orders the ledger shows pending, or cancelled without their void.
+	// Since a charge sets its order paid in the transaction that writes it,
+	// only orders cancelled under the earlier payment design (a charge then
+	// committed apart from its status) can be so: a guard while their
+	// voids drain.
 	selectUnsettled = `SELECT COALESCE(SUM(t.amount_cents), 0) FROM transfers t JOIN orders o ON o.id = t.order_id
 WHERE t.credit = ? AND t.kind = 'charge' AND (o.status = 'pending' OR o.status = 'cancelled' AND NOT EXISTS
   (SELECT 1 FROM transfers v WHERE v.order_id = o.id AND v.kind = 'void' AND v.debit = t.credit))`

@@ -106,10 +106,11 @@ func (s *Service) Payout(ctx context.Context, requestID, code string, amount int
 }
 
 // kept is what merchant account a must keep after a debit of its own (a
-// payout, a refund): the charges a void may still take back (of orders not
-// paid yet, or cancelled and not voided in the ledger yet), and what Redis
-// holds beyond the ledger (a void the ledger holds that the account has
-// not followed yet).
+// payout, a refund): the charges a void may still take back (orders.Store
+// Unsettled), and what Redis holds beyond the ledger (a void the ledger
+// holds that the account has not followed yet). A void follows to the
+// merchant without a floor; this keeps it from ever finding the money
+// gone.
 func (s *Service) kept(ctx context.Context, a seckill.FundsAccount) (int64, error) {
 	held, err := s.wallets.Balance(ctx, a)
 	if err != nil {

@@ -13,7 +13,27 @@ const orderListLimit = 200
 
 // Orders lists a user's orders, newest first.
 func (s *Service) Orders(ctx context.Context, user string) ([]seckill.Order, error) {
-	return s.ledger.UserOrders(ctx, user, orderListLimit)
+	list, err := s.ledger.UserOrders(ctx, user, orderListLimit)
+	for i := range list {
+		if err == nil {
+			list[i], err = s.charged(ctx, list[i])
+		}
+	}
+	return list, err
+}
+
+// charged is order o as its owner sees it: paid once its charge is made
+// in Redis, though the ledger shows it pending until the funds consumer
+// writes the charge (a few milliseconds).
+func (s *Service) charged(ctx context.Context, o seckill.Order) (seckill.Order, error) {
+	if o.Status != seckill.OrderPending || o.AmountCents <= 0 {
+		return o, nil
+	}
+	made, err := s.wallets.Made(ctx, seckill.WalletOf(o.UserID), seckill.ChargeID(o.ID))
+	if made {
+		o.Status, o.ChargeID = seckill.OrderPaid, seckill.ChargeID(o.ID)
+	}
+	return o, err
 }
 
 // Order returns one of user's orders: from the ledger, or, accepted but
@@ -24,7 +44,7 @@ func (s *Service) Order(ctx context.Context, id, user string) (seckill.Order, er
 	o, err := s.ledger.Order(ctx, id)
 	switch {
 	case err == nil && o.UserID == user:
-		return o, nil
+		return s.charged(ctx, o)
 	case err == nil:
 		return seckill.Order{}, seckill.ErrOrderNotFound
 	case !errors.Is(err, seckill.ErrOrderNotFound):
@@ -87,50 +107,83 @@ func (s *Service) Pay(ctx context.Context, id, user string) (seckill.Order, erro
 	return s.pay(ctx, id, user)
 }
 
-// pay charges and marks an order paid in one ledger transaction with the
-// order's row locked, so the payment timeout, which cancels with a
-// compare-and-set on the same row, waits for it. The charge in Redis comes
-// before the commit: a wallet short of money rolls the payment back; a
-// crash after the charge leaves the order pending, and the timeout that
-// cancels it voids the charge (worker.TimeoutConsumer, funds.Store.Cancel),
-// so an order ends paid-and-charged or cancelled-and-uncharged.
+// pay pays an order. One with an amount is decided as a buy is, in
+// Redis: its charge (funds.lua, on the buyer's wallet, idempotent by the
+// order's id) answers, and the funds consumer sets the order paid in the
+// transaction that writes the charge to the ledger. The payment timeout
+// asks Redis first (funds.Store.Close): a charge made means paid; none,
+// and none can be made any more, then it cancels. So an order ends
+// paid-and-charged or cancelled-and-uncharged, and a payment costs no
+// MySQL transaction of its own. A free order (nothing to charge) is set
+// paid in the ledger under its row lock, which the timeout's cancel waits
+// for.
 func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, error) {
+	o, err := s.ledger.Order(ctx, id)
+	if err != nil {
+		return o, err
+	}
+	err = s.payable(o, user)
+	if errors.Is(err, seckill.ErrPaymentExpired) {
+		// Its charge may have been made in its window, the ledger not
+		// showing it yet.
+		if o, err = s.charged(ctx, o); err == nil && o.Status != seckill.OrderPaid {
+			err = seckill.ErrPaymentExpired
+		}
+	}
+	if err != nil || o.Status == seckill.OrderPaid {
+		return o, err
+	}
+	if o.AmountCents <= 0 {
+		return s.payFree(ctx, id, user)
+	}
+	sale, err := s.ledger.Sale(ctx, o.SaleID) // fresh: whose the money is
+	if err != nil {
+		return o, err
+	}
+	now := s.now()
+	m, _ := seckill.ChargeMovement(o, sale.MerchantID, s.cfg.FeeBps, now)
+	if _, _, err := s.wallets.Move(ctx, m); err != nil {
+		return o, err
+	}
+	t := now.UTC()
+	o.Status, o.PaidAt, o.ChargeID = seckill.OrderPaid, &t, m.ID
+	return o, nil
+}
+
+// payable says why user may not pay order o (nil: it may, or o is paid).
+func (s *Service) payable(o seckill.Order, user string) error {
+	switch {
+	case o.UserID != user:
+		return seckill.ErrOrderNotFound // another user's order is as an unknown one
+	case o.Status == seckill.OrderPaid:
+		return nil
+	case o.Status == seckill.OrderCancelled:
+		return seckill.ErrOrderCancelled
+	case o.Status == seckill.OrderRefunded:
+		return seckill.ErrOrderRefunded
+	case !s.now().Before(o.ExpiresAt):
+		return seckill.ErrPaymentExpired
+	}
+	return nil
+}
+
+// payFree sets a free order paid, its row locked.
+func (s *Service) payFree(ctx context.Context, id, user string) (seckill.Order, error) {
 	var o seckill.Order
 	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if o, err = s.ledger.OrderForUpdate(ctx, id); err != nil {
 			return err
 		}
-		now := s.now()
-		switch {
-		case o.UserID != user:
-			return seckill.ErrOrderNotFound // another user's order is as an unknown one
-		case o.Status == seckill.OrderPaid:
-			return nil
-		case o.Status == seckill.OrderCancelled:
-			return seckill.ErrOrderCancelled
-		case o.Status == seckill.OrderRefunded:
-			return seckill.ErrOrderRefunded
-		case !now.Before(o.ExpiresAt):
-			return seckill.ErrPaymentExpired
-		}
-		sale, err := s.ledger.Sale(ctx, o.SaleID) // fresh: whose the money is
-
-		if err != nil {
+		if err := s.payable(o, user); err != nil || o.Status == seckill.OrderPaid {
 			return err
 		}
-		charge := ""
-		if m, ok := seckill.ChargeMovement(o, sale.MerchantID, s.cfg.FeeBps, now); ok {
-			if _, _, err := s.wallets.Move(ctx, m); err != nil {
-				return err
-			}
-			charge = m.ID
-		}
-		if _, err := s.ledger.SetPaid(ctx, id, charge, now); err != nil {
+		now := s.now()
+		if _, err := s.ledger.SetPaid(ctx, id, "", now); err != nil {
 			return err
 		}
 		t := now.UTC()
-		o.Status, o.PaidAt, o.ChargeID = seckill.OrderPaid, &t, charge
+		o.Status, o.PaidAt = seckill.OrderPaid, &t
 		return nil
 	})
 	return o, err

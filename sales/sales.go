@@ -40,9 +40,11 @@ type Ledger interface {
 }
 
 // Wallets are the balances money moves between in Redis (funds.Store):
-// a payment is one movement, decided on the buyer's wallet.
+// a payment is one movement, decided on the buyer's wallet, and made
+// means paid.
 type Wallets interface {
 	Move(ctx context.Context, m seckill.Movement) (int64, bool, error)
+	Made(ctx context.Context, side seckill.FundsAccount, id string) (bool, error)
 }
 
 // Auditor records a change in the audit log, in the transaction of the

@@ -250,55 +250,6 @@ func TestPayoutThroughStripe(t *testing.T) {
 	}
 }
 
-// TestPayoutKeepsUnsettledCharges: a charge whose order is not paid yet
-// (a payment that died between its charge and its commit, as funds.Move
-// alone leaves it) is in the merchant's balance, yet a void may take it
-// back: it is not paid out, so the void leaves the account at 0, never
-// below.
-func TestPayoutKeepsUnsettledCharges(t *testing.T) {
-	st := newStack(t)
-	st.StartPipeline(t)
-	mid, merchant := merchantLogin(t, st, "unsettled@shop.example")
-	earn(t, st, merchant, "u_settled", 1, 1000)
-	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Limbo", "item": "Thing", "price_cents": 1000,
-		"total": 10, "per_user_limit": 5, "starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
-	user := "u_limbo"
-	st.Fund(t, user, 1000)
-	buy := call(t, st.h, "POST", buyPath(num(r.Body, "id")), buyBody(1, "limbo-buy-1"), bearer(servertest.Token(t, user)))
-	id, _ := buy.Body["order_id"].(string)
-	if buy.Status != 200 || id == "" {
-		t.Fatalf("buy: %v", buy)
-	}
-	var o seckill.Order
-	servertest.WaitFor(t, 20*time.Second, "the order in the ledger", func() (bool, string) {
-		var err error
-		o, err = st.Ledger.Order(t.Context(), id)
-		return err == nil, fmt.Sprint(err)
-	})
-	charge, _ := seckill.ChargeMovement(o, mid, st.Config.Funds.FeeBps, time.Now())
-	if _, _, err := st.Funds.Move(t.Context(), charge); err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitFor(t, 20*time.Second, "the charge followed", func() (bool, string) {
-		b := accountOf(t, st, merchant)
-		return b == 2000, fmt.Sprint(b)
-	})
-	if r := payout(t, st, 1001, "payout-limbo-1", "", merchant); r.Status != 402 {
-		t.Errorf("paying out part of a charge not settled: %v", r)
-	}
-	if r := payout(t, st, 1000, "payout-limbo-2", "", merchant); r.Status != 201 || r.Body["status"] != "paid" {
-		t.Errorf("paying out what is settled: %v", r)
-	}
-	// The payment's timeout voids the charge: the account ends at 0.
-	if _, err := st.Funds.Cancel(t.Context(), seckill.WalletOf(user), charge.ID, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitFor(t, 20*time.Second, "the void followed", func() (bool, string) {
-		b := accountOf(t, st, merchant)
-		return b == 0, fmt.Sprint(b)
-	})
-}
-
 // TestPayoutProviderDown: with Stripe out of reach a payout answers 503
 // and stays pending, its money held; the same request id sends it once
 // Stripe is back, and the worker's sweep sends one nobody retried.

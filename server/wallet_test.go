@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/system/servertest"
 )
 
@@ -166,4 +167,43 @@ func TestRefund(t *testing.T) {
 		return w == 2000 && m == 0 && p == 0, fmt.Sprint(w, " ", m, " ", p)
 	})
 	_ = mid
+}
+
+// TestPaymentIsItsCharge: a payment is decided by its charge in Redis. A
+// charge made and never answered (a server that died right after it)
+// pays the order: the shopper sees it paid at once, paying again answers
+// 200 and charges nothing more, and the ledger shows it paid, charged
+// once, when the funds pipeline has carried the charge.
+func TestPaymentIsItsCharge(t *testing.T) {
+	st := newStack(t)
+	st.StartPipeline(t)
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 5, Limit: 1, PriceCents: 700})
+	user := "u_charged"
+	st.Fund(t, user, 1000)
+	tok := bearer(servertest.Token(t, user))
+	buy := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "charged-buy-1"), tok)
+	id, _ := buy.Body["order_id"].(string)
+	var o seckill.Order
+	servertest.WaitFor(t, 20*time.Second, "the order in the ledger", func() (bool, string) {
+		var err error
+		o, err = st.Ledger.Order(t.Context(), id)
+		return err == nil, fmt.Sprint(buy, err)
+	})
+	charge, _ := seckill.ChargeMovement(o, 0, 0, time.Now())
+	if _, _, err := st.Funds.Move(t.Context(), charge); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, st.h, "GET", "/api/orders/"+id, nil, tok); r.Status != 200 || r.Body["status"] != "paid" {
+		t.Errorf("the order read right after its charge: %v", r)
+	}
+	if r := call(t, st.h, "POST", "/api/orders/"+id+"/pay", nil, tok); r.Status != 200 || r.Body["status"] != "paid" {
+		t.Errorf("paying it again: %v", r)
+	}
+	servertest.WaitFor(t, 20*time.Second, "the ledger shows it paid", func() (bool, string) {
+		o, err := st.Ledger.Order(t.Context(), id)
+		return err == nil && o.Status == seckill.OrderPaid && o.ChargeID == charge.ID && o.PaidAt != nil, fmt.Sprintf("%+v %v", o, err)
+	})
+	if w := walletOf(t, st, user); w != 300 {
+		t.Errorf("the wallet holds %d, want 300: charged once", w)
+	}
 }

@@ -109,10 +109,13 @@ func (p *pipeline) consumers(t *testing.T, b bus.Bus, ledger *orders.Store) {
 	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, p.Funds, m.Timeouts, m.Consumers, system.TimeoutConsumerConfig(p.Config)).Run)
 }
 
-// startAll runs a relay and the consumers on the pipeline's own broker.
+// startAll runs the relays and the consumers, the orders' and the
+// funds', on the pipeline's own broker.
 func (p *pipeline) startAll(t *testing.T) {
 	run(t, p.relay(p.broker).Run)
 	p.consumers(t, p.broker, p.Ledger)
+	run(t, p.fundsRelay(p.Funds, p.broker).Run)
+	p.fundsConsumer(t, p.broker, p.Ledger, p.Funds)
 }
 
 // bought is an accepted buy as its 200 answer told it.

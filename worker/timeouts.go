@@ -20,13 +20,17 @@ import (
 // an order still pending, a compare-and-set of its status that a paid
 // order refuses (orders.Store).
 type TimeoutLedger interface {
+	Order(ctx context.Context, id string) (seckill.Order, error)
 	Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error)
 }
 
-// Voider undoes the charge of an order that was cancelled, not paid, if
-// one was made (a payment that charged the wallet and died before its
-// commit), and makes sure none will be (funds.Store).
+// Voider closes an order's payment in Redis before the timeout cancels
+// it: a charge made means the order is paid (its status follows with the
+// charge), none means none can be made from then on (Close); and it undoes
+// the charge of an order cancelled before, if one was made (Cancel)
+// (funds.Store).
 type Voider interface {
+	Close(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
 	Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
 }
 
@@ -106,7 +110,28 @@ func (tc *TimeoutConsumer) expire(ctx context.Context, d bus.Delivery) error {
 
 func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 	var o seckill.Order
-	err := tc.retry(ctx, "cancelling an order", func() error {
+	// A payment is decided in Redis: close it there first. A charge made
+	// means paid (the funds consumer sets the status); otherwise none can
+	// be made from now on, and the order is cancelled below.
+	err := tc.retry(ctx, "closing an order's payment", func() error {
+		var err error
+		o, err = tc.ledger.Order(ctx, id)
+		if errors.Is(err, seckill.ErrOrderNotFound) {
+			o, err = seckill.Order{}, nil
+		}
+		if err != nil || o.Status != seckill.OrderPending || o.AmountCents <= 0 {
+			return err
+		}
+		paid, err := tc.wallets.Close(ctx, seckill.WalletOf(o.UserID), seckill.ChargeID(o.ID), tc.now())
+		if paid {
+			o.Status = seckill.OrderPaid
+		}
+		return err
+	})
+	if err != nil || o.Status == seckill.OrderPaid {
+		return err
+	}
+	err = tc.retry(ctx, "cancelling an order", func() error {
 		var err error
 		o, err = tc.ledger.Cancel(ctx, id, tc.now())
 		if errors.Is(err, seckill.ErrOrderPaid) || errors.Is(err, seckill.ErrOrderRefunded) || errors.Is(err, seckill.ErrOrderNotFound) {
@@ -125,9 +150,9 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 	}
 	// Cancelled, now or by an earlier delivery: the void and the release
 	// are idempotent, so a crash between the ledger commit and here loses
-	// nothing. The void first: a payment that charged the wallet and died
-	// before its commit is undone, and one still to come can no longer
-	// charge (funds.Store.Cancel).
+	// nothing. The void first: after the close above it finds nothing to
+	// undo; it undoes a charge of an order cancelled before payments were
+	// decided in Redis (funds.Store.Cancel).
 	bo := newBackoff()
 	for o.AmountCents > 0 {
 		voided, err := tc.wallets.Cancel(ctx, seckill.WalletOf(o.UserID), seckill.ChargeID(o.ID), tc.now())
