@@ -429,8 +429,10 @@ func (s Orders) Keep() time.Duration { return s.PaymentWindow + s.SaleRetention 
 
 func (s Orders) check() error {
 	var p problems
-	if s.PaymentWindow < time.Second {
-		p.add("payment_window", "must be at least 1s")
+	if s.PaymentWindow < time.Second || s.PaymentWindow > 24*time.Hour {
+		// A payment's record in Redis (its charge, or the timeout's barrier)
+		// lives a week: the window ends, and its timeout runs, well within it.
+		p.add("payment_window", "must be between 1s and 24h")
 	}
 	if s.SaleRetention < 0 {
 		p.add("sale_retention", "must not be negative")

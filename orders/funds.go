@@ -96,6 +96,16 @@ func (s *Store) InsertMovements(ctx context.Context, ms []seckill.Movement, now 
 	})
 }
 
+// PaidByCharge sets pending order id paid if the ledger holds its charge
+// (a charge written before its order's status came with it).
+func (s *Store) PaidByCharge(ctx context.Context, id string) error {
+	ts, err := s.OrderTransfers(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.setCharged(ctx, []seckill.Movement{{ID: seckill.ChargeID(id), Transfers: ts}})
+}
+
 // setCharged sets paid, in ctx's transaction, the pending orders whose
 // charges ms hold: a payment is decided by its charge in Redis, and its
 // order's status comes to the ledger with it. An order cancelled or paid
@@ -323,8 +333,8 @@ type ChargeAnomaly struct {
 // ChargeAnomalies lists the orders with transfers whose count disagrees
 // with the order's status: paid, one charge and no refund; refunded, one
 // charge and at most one refund; cancelled, a charge only with its void;
-// pending, at most a charge (a payment under way, or one that died and
-// waits for its timeout's void).
+// pending, none (a charge sets its order paid in the transaction that
+// writes it).
 func (s *Store) ChargeAnomalies(ctx context.Context) ([]ChargeAnomaly, error) {
 	var rows []ChargeAnomaly
 	if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, selectChargeAnomalies); err != nil {
@@ -341,7 +351,7 @@ func (s *Store) ChargeAnomalies(ctx context.Context) ([]ChargeAnomaly, error) {
 		case seckill.OrderCancelled:
 			ok = r.Charges == r.Voids && r.Charges <= 1 && r.Refunds == 0
 		case seckill.OrderPending:
-			ok = r.Charges <= 1 && r.Refunds == 0
+			ok = r.Charges == 0 && r.Refunds == 0
 		}
 		if !ok {
 			out = append(out, r)

@@ -15,9 +15,7 @@ const orderListLimit = 200
 func (s *Service) Orders(ctx context.Context, user string) ([]seckill.Order, error) {
 	list, err := s.ledger.UserOrders(ctx, user, orderListLimit)
 	for i := range list {
-		if err == nil {
-			list[i], err = s.charged(ctx, list[i])
-		}
+		list[i] = s.shown(ctx, list[i])
 	}
 	return list, err
 }
@@ -36,6 +34,15 @@ func (s *Service) charged(ctx context.Context, o seckill.Order) (seckill.Order, 
 	return o, err
 }
 
+// shown is order o as its owner sees it (charged), or as the ledger holds
+// it when Redis cannot say: a read does not fail for want of the overlay.
+func (s *Service) shown(ctx context.Context, o seckill.Order) seckill.Order {
+	if c, err := s.charged(ctx, o); err == nil {
+		return c
+	}
+	return o
+}
+
 // Order returns one of user's orders: from the ledger, or, accepted but
 // not written there yet, from its sale's record in Redis (PersistedAt is
 // zero then). Another user's order is seckill.ErrOrderNotFound, as an
@@ -44,7 +51,7 @@ func (s *Service) Order(ctx context.Context, id, user string) (seckill.Order, er
 	o, err := s.ledger.Order(ctx, id)
 	switch {
 	case err == nil && o.UserID == user:
-		return s.charged(ctx, o)
+		return s.shown(ctx, o), nil
 	case err == nil:
 		return seckill.Order{}, seckill.ErrOrderNotFound
 	case !errors.Is(err, seckill.ErrOrderNotFound):
@@ -143,6 +150,13 @@ func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, erro
 	now := s.now()
 	m, _ := seckill.ChargeMovement(o, sale.MerchantID, s.cfg.FeeBps, now)
 	if _, _, err := s.wallets.Move(ctx, m); err != nil {
+		if seckill.CodeOf(err) == seckill.CodeInvalid {
+			// Charged before with another split (the fee or the sale's
+			// merchant changed since): paid all the same.
+			if paid, cerr := s.charged(ctx, o); cerr == nil && paid.Status == seckill.OrderPaid {
+				return paid, nil
+			}
+		}
 		return o, err
 	}
 	t := now.UTC()

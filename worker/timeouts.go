@@ -22,6 +22,7 @@ import (
 type TimeoutLedger interface {
 	Order(ctx context.Context, id string) (seckill.Order, error)
 	Cancel(ctx context.Context, id string, now time.Time) (seckill.Order, error)
+	PaidByCharge(ctx context.Context, id string) error
 }
 
 // Voider closes an order's payment in Redis before the timeout cancels
@@ -123,10 +124,14 @@ func (tc *TimeoutConsumer) expireOne(ctx context.Context, id string) error {
 			return err
 		}
 		paid, err := tc.wallets.Close(ctx, seckill.WalletOf(o.UserID), seckill.ChargeID(o.ID), tc.now())
-		if paid {
-			o.Status = seckill.OrderPaid
+		if err != nil || !paid {
+			return err
 		}
-		return err
+		o.Status = seckill.OrderPaid
+		// Paid: its status comes with its charge. A charge the ledger holds
+		// already (carried before payments set their orders paid) sets it
+		// now.
+		return tc.ledger.PaidByCharge(ctx, o.ID)
 	})
 	if err != nil || o.Status == seckill.OrderPaid {
 		return err
@@ -197,7 +202,7 @@ func NewTimeoutMetrics(reg prometheus.Registerer) *TimeoutMetrics {
 			Name: "seckill_worker_orders_cancelled_total", Help: "Unpaid orders cancelled at the end of their payment window.",
 		}),
 		voided: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_funds_charges_voided_total", Help: "Charges of orders cancelled unpaid that were undone (a payment that charged the wallet and died before its commit).",
+			Name: "seckill_funds_charges_voided_total", Help: "Charges of orders cancelled unpaid that were undone (orders cancelled before payments were decided by their charge in Redis).",
 		}),
 		deadLettered: deadLettered(bus.Timeouts),
 	}

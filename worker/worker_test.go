@@ -407,6 +407,50 @@ func testPayRacesTimeout(t *testing.T, p *pipeline) {
 	}
 }
 
+// TestTimeoutPaysAChargeTheLedgerHolds: an order pending in the ledger
+// whose charge the ledger holds already (written by a release before a
+// charge set its order paid with it) is paid by its timeout, not
+// cancelled: its charge is made, so it is paid; its units stay sold.
+func TestTimeoutPaysAChargeTheLedgerHolds(t *testing.T) {
+	p := newPipeline(t, "SECKILL_PAYMENT_WINDOW=3s")
+	p.startAll(t)
+	ctx := context.Background()
+	sale := servertest.MustSale(t, p.srv, servertest.SaleSpec{Total: 2, Limit: 1, PriceCents: 300})
+	accepted := p.buy(t, sale, 1, 1, "legacy")
+	p.waitPersisted(t, sale.ID, 1, 20*time.Second)
+	b := accepted[0]
+	o, err := p.Ledger.Order(ctx, b.OrderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Fund(t, b.User, 300)
+	charge, _ := seckill.ChargeMovement(o, 0, 0, time.Now())
+	if _, _, err := p.Funds.Move(ctx, charge); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 10*time.Second, "the charge in the ledger", func() (bool, string) {
+		o, err := p.Ledger.Order(ctx, b.OrderID)
+		return err == nil && o.Status == seckill.OrderPaid, fmt.Sprintf("%+v %v", o, err)
+	})
+	// As the earlier release left it: the charge written, the order pending.
+	if _, err := p.DB.Exec("UPDATE orders SET status = 'pending', charge_id = NULL, paid_at = NULL WHERE id = ?", b.OrderID); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().After(o.ExpiresAt) {
+		t.Fatal("the window ended before the order was set back to pending: the scenario did not happen")
+	}
+	servertest.WaitFor(t, 20*time.Second, "the timeout to pay it", func() (bool, string) {
+		o, err := p.Ledger.Order(ctx, b.OrderID)
+		return err == nil && o.Status == seckill.OrderPaid && o.ChargeID == charge.ID, fmt.Sprintf("%+v %v", o, err)
+	})
+	if bal, err := p.Funds.Balance(ctx, seckill.WalletOf(b.User)); err != nil || bal != 0 {
+		t.Errorf("the wallet holds %d (%v), want 0", bal, err)
+	}
+	if st, err := p.Inventory.Stock(ctx, sale.ID); err != nil || st.Available != 1 {
+		t.Errorf("stock %+v (%v): the paid unit went back", st, err)
+	}
+}
+
 func pay(t testing.TB, h http.Handler, b bought) (int, string) {
 	req, _ := http.NewRequest("POST", "/api/orders/"+b.OrderID+"/pay", nil)
 	req.Header.Set("Authorization", "Bearer "+servertest.Token(t, b.User))
