@@ -149,14 +149,20 @@ func (tb *tab) waitJS(what, expr string, limit time.Duration) {
 // and an end an hour later.
 func (tb *tab) setWindow(in time.Duration) {
 	tb.t.Helper()
+	tb.setStart(time.Now().Add(in))
+}
+
+// setStart sets the open sale form's window: from start, for an hour.
+func (tb *tab) setStart(start time.Time) {
+	tb.t.Helper()
 	_, err := chromedp.Run(tb.ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
 		const pad = (n) => String(n).padStart(2, "0");
 		const local = (d) => d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" +
 			pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
-		const start = new Date(Date.now() + %d);
+		const start = new Date(%d);
 		document.querySelector("#f-starts_at").value = local(start);
 		document.querySelector("#f-ends_at").value = local(new Date(start.getTime() + 3600000));
-	})()`, in.Milliseconds())))
+	})()`, start.UnixMilli())))
 	if err != nil {
 		tb.t.Fatalf("%s: set the sale window: %v", tb.name, err)
 	}
@@ -274,8 +280,11 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	admin.waitJS("limit error shown", `document.querySelector("#err-per_user_limit").textContent.length > 0`, 10*time.Second)
 	admin.screenshot(dir, "admin-form-validation.png")
 	// The sale opens in an hour; once shoppers are watching, the merchant
-	// moves the opening to a few seconds from now.
-	admin.setWindow(time.Hour)
+	// moves the opening to a few seconds from now. It opens on a whole
+	// minute, as its queue would (15 min before): the edit form must see
+	// the untouched queue opening as untouched though the browser shows it
+	// without its ":00".
+	admin.setStart(time.Now().Add(time.Hour).Truncate(time.Minute))
 	admin.do("create", chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "2"), chromedp.Click(chromedp.CSS("#save")))
 	saleID := admin.dashboardSale()
 	salePage := fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)

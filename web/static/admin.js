@@ -245,9 +245,10 @@ async function formView(id) {
         }
         body[k] = Number(v);
       } else if (input.type === "datetime-local") {
-        // Left as it was, the room's opening moves with the start.
-        if (input.dataset.optional && v === input.dataset.initial) continue;
+        // Left as it was, the room's opening moves with the start. Compared
+        // as times: the browser writes a whole minute without its ":00".
         const d = new Date(v);
+        if (input.dataset.optional && (v === input.dataset.initial || d.getTime() === new Date(input.dataset.initial).getTime())) continue;
         if (!v || Number.isNaN(d.getTime())) {
           errs[k].textContent = "pick a date and time";
           input.classList.add("invalid");
