@@ -430,6 +430,9 @@ type Stock struct {
 	WaitingRoom            bool
 	QueueOpensAt           time.Time
 	AdmitPerSecond         int64
+	// MerchantID is whose sale it is: whom a payment credits (0 the
+	// operator's; -1 in keys warmed before Redis kept it).
+	MerchantID int64
 }
 
 // PhaseAt is the sale's state as shoppers see it at now.
@@ -455,6 +458,7 @@ func StockOf(s Sale) Stock {
 		Total: s.Total, Limit: s.PerUserLimit, PriceCents: s.PriceCents, Start: s.StartsAt, End: s.EndsAt,
 		Status: s.Status, RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
 		WaitingRoom: s.WaitingRoom, QueueOpensAt: s.QueueOpensAt, AdmitPerSecond: s.AdmitPerSecond,
+		MerchantID: s.MerchantID,
 	}
 }
 

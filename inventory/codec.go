@@ -165,7 +165,7 @@ func decodeReply(reply string, n int) (seckill.Code, []string, error) {
 
 // stockFields are the fields of a stock hash that decodeStock reads, in
 // its order.
-var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified", "room", "qopen", "rate"}
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified", "room", "qopen", "rate", "merchant"}
 
 // decodeStock reads the values of stockFields (HMGET); ok is false when
 // the hash does not exist.
@@ -178,8 +178,17 @@ func decodeStock(v []any) (st seckill.Stock, ok bool) {
 		Start: time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
 		Status: seckill.Status(fmt.Sprint(v[7])), RequireTicket: v[8] == "1", PowDifficulty: int(toInt(v[9])),
 		VerifiedOnly: v[10] == "1", WaitingRoom: v[11] == "1", QueueOpensAt: time.UnixMilli(toInt(v[12])),
-		AdmitPerSecond: toInt(v[13]),
+		AdmitPerSecond: toInt(v[13]), MerchantID: merchantOf(v[14]),
 	}, true
+}
+
+// merchantOf reads a stock hash's merchant field: -1 in a hash warmed
+// before it was kept.
+func merchantOf(v any) int64 {
+	if v == nil {
+		return -1
+	}
+	return toInt(v)
 }
 
 // warmArgs are warm.lua's arguments (its ARGV, in order).
@@ -202,6 +211,7 @@ type warmArgs struct {
 	room      bool
 	queueOpen time.Time
 	rate      int64
+	merchant  int64
 }
 
 func (w warmArgs) args() []any {
@@ -211,7 +221,7 @@ func (w warmArgs) args() []any {
 	}
 	return []any{w.total, w.sold, w.limit, w.start.UnixMilli(), w.end.UnixMilli(), string(w.status), w.price, exp,
 		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty, flag(w.verifiedOnly),
-		flag(w.room), w.queueOpen.UnixMilli(), w.rate}
+		flag(w.room), w.queueOpen.UnixMilli(), w.rate, w.merchant}
 }
 
 func flag(b bool) string {

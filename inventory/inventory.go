@@ -255,7 +255,7 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale seckill
 		total: total, sold: sold, limit: sale.PerUserLimit, start: sale.StartsAt, end: sale.EndsAt, status: sale.Status,
 		price: sale.PriceCents, expireAt: s.expireAt(sale), reset: reset, parts: len(parts),
 		ticket: sale.RequireTicket, powDifficulty: sale.PowDifficulty, verifiedOnly: sale.VerifiedOnly,
-		room: sale.WaitingRoom, queueOpen: sale.QueueOpensAt, rate: sale.AdmitPerSecond,
+		room: sale.WaitingRoom, queueOpen: sale.QueueOpensAt, rate: sale.AdmitPerSecond, merchant: sale.MerchantID,
 	}
 	if p == parts[0] {
 		w.tags = tagList(parts)
@@ -494,6 +494,39 @@ func (s *Store) Accepted(ctx context.Context, sale int64, orderID, user string) 
 	}
 	e, err = decodeOrder(sale, orderID, v)
 	return e, err == nil && e.UserID == user, err
+}
+
+// Charging reads, in one round trip to user's part of a sale, what paying
+// an order of theirs needs: the order as buy.lua accepted it and whose
+// sale it is (merchant -1 in keys warmed before Redis kept it). ok is
+// false when Redis holds no such order of that user.
+func (s *Store) Charging(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, merchant int64, ok bool, err error) {
+	parts, err := s.Parts(ctx, sale)
+	if errors.Is(err, seckill.ErrSaleNotFound) {
+		return e, 0, false, nil
+	}
+	if err != nil {
+		return e, 0, false, err
+	}
+	k := s.partKeys(partFor(parts, user))
+	var order *redis.StringCmd
+	var owner *redis.SliceCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		order = p.HGet(ctx, k.Orders(), orderID)
+		owner = p.HMGet(ctx, k.Stock(), "merchant")
+		return nil
+	})
+	if errors.Is(err, redis.Nil) {
+		return e, 0, false, nil
+	}
+	if err != nil {
+		return e, 0, false, failed("order "+orderID, err)
+	}
+	e, err = decodeOrder(sale, orderID, order.Val())
+	if err != nil || e.UserID != user {
+		return e, 0, false, err
+	}
+	return e, merchantOf(owner.Val()[0]), true, nil
 }
 
 // Snapshot is everything Redis holds about a sale's sold units, each part

@@ -18,6 +18,8 @@
 -- ARGV[14] "1" when only verified identities buy
 -- ARGV[15] "1" when the sale has a waiting room   ARGV[16] when its queue
 --          opens (unix ms)   ARGV[17] places it admits a second
+-- ARGV[18] the merchant whose sale it is (0: the operator): whom a
+--          payment credits
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -30,7 +32,8 @@ if fresh or ARGV[9] == '1' then
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
   'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10],
-  'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14], 'room', ARGV[15], 'qopen', ARGV[16], 'rate', ARGV[17])
+  'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14], 'room', ARGV[15], 'qopen', ARGV[16], 'rate', ARGV[17],
+  'merchant', ARGV[18])
 if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'tags', ARGV[11])
 end

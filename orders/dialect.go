@@ -30,6 +30,10 @@ type dialect struct {
 	// ends. SQLite has no row locks: its write transactions (begun
 	// IMMEDIATE) already run one at a time.
 	lockRow string
+	// lockShared ends a SELECT whose rows stay share-locked until the
+	// transaction ends: it waits for a row another transaction inserted
+	// and has not committed yet, and then sees it.
+	lockShared string
 	// hasVersionTable counts the goose version table (0 or 1).
 	hasVersionTable string
 }
@@ -39,6 +43,7 @@ var (
 		goose: goose.DialectMySQL, migrations: schema.MySQL,
 		skipDuplicates:  ` ON DUPLICATE KEY UPDATE id = id`,
 		lockRow:         ` FOR UPDATE`,
+		lockShared:      ` LOCK IN SHARE MODE`,
 		hasVersionTable: `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'goose_db_version'`,
 	}
 	sqliteDialect = dialect{

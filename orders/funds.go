@@ -109,7 +109,8 @@ func (s *Store) PaidByCharge(ctx context.Context, id string) error {
 // setCharged sets paid, in ctx's transaction, the pending orders whose
 // charges ms hold: a payment is decided by its charge in Redis, and its
 // order's status comes to the ledger with it. An order cancelled or paid
-// already is left alone.
+// already is left alone, and one not in the ledger yet is set paid when
+// it comes (payCharged).
 func (s *Store) setCharged(ctx context.Context, ms []seckill.Movement) error {
 	var charges []seckill.Transfer
 	for _, m := range ms {
@@ -119,6 +120,48 @@ func (s *Store) setCharged(ctx context.Context, ms []seckill.Movement) error {
 			}
 		}
 	}
+	return s.payByCharges(ctx, charges)
+}
+
+// payCharged sets paid, in ctx's transaction, the orders of os (just
+// inserted) whose charges the ledger holds already: a payment may be made
+// before its order reaches the ledger, and its charge may get there
+// first. The charges are read share-locked, so a charge whose transaction
+// has not committed is waited for; that transaction's own update
+// (setCharged) finds these orders once this one commits. Either way one
+// of the two sees the other.
+func (s *Store) payCharged(ctx context.Context, os []seckill.Order) error {
+	var ids []any
+	for _, o := range os {
+		if o.AmountCents > 0 && o.Status == seckill.OrderPending {
+			ids = append(ids, o.ID)
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), maxRowsPerInsert)
+		var rows []struct {
+			OrderID string    `db:"order_id"`
+			At      time.Time `db:"at"`
+		}
+		q := `SELECT order_id, at FROM transfers WHERE kind = 'charge' AND order_id IN (?` + strings.Repeat(`,?`, n-1) + `)` + s.dialect.lockShared
+		if err := sqlx.SelectContext(ctx, s.q(ctx), &rows, q, ids[:n]...); err != nil {
+			return failed(fmt.Sprintf("read the charges of %d orders", n), err)
+		}
+		charges := make([]seckill.Transfer, len(rows))
+		for i, r := range rows {
+			charges[i] = seckill.Transfer{OrderID: r.OrderID, At: r.At}
+		}
+		if err := s.payByCharges(ctx, charges); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// payByCharges sets paid the pending orders that charges (of kind charge)
+// pay, each at its charge's time.
+func (s *Store) payByCharges(ctx context.Context, charges []seckill.Transfer) error {
 	for len(charges) > 0 {
 		n := min(len(charges), maxRowsPerInsert)
 		var ids, charged, at []any

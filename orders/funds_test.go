@@ -2,6 +2,9 @@ package orders_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +72,88 @@ func TestFundsLedger(t *testing.T) {
 		ts, err := ledger.OrderTransfers(ctx, "order-1")
 		if err != nil || len(ts) != 4 {
 			t.Errorf("the order's transfers: %+v %v", ts, err)
+		}
+	})
+}
+
+// TestChargeBeforeItsOrder: a payment is decided in Redis and may be made
+// before its order reaches the ledger, so its charge may get there first.
+// On MySQL and SQLite alike the order is written paid then, at its
+// charge's time, and an order without a charge stays pending; on MySQL a
+// charge and its order written at the same moment, 40 times over, always
+// end paid (one transaction or the other sees the other's row), with no
+// charge anomaly left.
+func TestChargeBeforeItsOrder(t *testing.T) {
+	servertest.EachLedger(t, func(t *testing.T, db *sqlx.DB) {
+		ledger := orders.NewStore(db)
+		ctx := context.Background()
+		sl := ledgerSale(t, ledger)
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		order := func(user string) seckill.Order {
+			e := seckill.Event{OrderID: seckill.NewOrderID(sl.ID), SaleID: sl.ID, UserID: user, Qty: 1, PriceCents: 100,
+				RequestID: "r-" + user, At: at.UnixMilli()}
+			return e.Order(time.Hour, at)
+		}
+		charge := func(o seckill.Order) seckill.Movement {
+			m, _ := seckill.ChargeMovement(o, 4, 300, at.Add(time.Second))
+			return m
+		}
+		// retry runs a write again while it fails for a passing reason
+		// (a deadlock broken, a lock wait), as the worker does.
+		retry := func(write func() error) error {
+			for {
+				err := write()
+				if !errors.Is(err, seckill.ErrUnavailable) {
+					return err
+				}
+			}
+		}
+
+		paid, unpaid := order("first"), order("second")
+		if err := ledger.InsertMovements(ctx, []seckill.Movement{charge(paid)}, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := ledger.InsertOrders(ctx, []seckill.Order{paid, unpaid}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ledger.Order(ctx, paid.ID)
+		if err != nil || got.Status != seckill.OrderPaid || got.ChargeID != seckill.ChargeID(paid.ID) ||
+			got.PaidAt == nil || !got.PaidAt.Equal(at.Add(time.Second)) {
+			t.Errorf("an order whose charge came first: %+v %v", got, err)
+		}
+		if got, err := ledger.Order(ctx, unpaid.ID); err != nil || got.Status != seckill.OrderPending {
+			t.Errorf("an order without a charge: %+v %v", got, err)
+		}
+
+		if db.DriverName() == "sqlite" {
+			return // one writer at a time: no two transactions overlap
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 80)
+		for i := range 40 {
+			o := order(fmt.Sprintf("racer-%d", i))
+			wg.Go(func() {
+				errs <- retry(func() error { return ledger.InsertMovements(ctx, []seckill.Movement{charge(o)}, at) })
+			})
+			wg.Go(func() { errs <- retry(func() error { return ledger.InsertOrders(ctx, []seckill.Order{o}) }) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		anomalies, err := ledger.ChargeAnomalies(ctx)
+		if err != nil || len(anomalies) > 0 {
+			t.Errorf("charge anomalies after the race: %+v %v", anomalies, err)
+		}
+		var pending int
+		if err := db.Get(&pending, `SELECT COUNT(*) FROM orders WHERE sale_id = ? AND user_id LIKE 'racer-%' AND status <> 'paid'`, sl.ID); err != nil {
+			t.Fatal(err)
+		}
+		if pending > 0 {
+			t.Errorf("%d of 40 orders raced by their charges are not paid", pending)
 		}
 	})
 }

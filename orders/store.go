@@ -187,6 +187,9 @@ func (s *Store) insertOrders(ctx context.Context, os []seckill.Order) error {
 		if _, err := s.q(ctx).ExecContext(ctx, b.String(), args...); err != nil {
 			return failed(fmt.Sprintf("insert %d orders", n), err)
 		}
+		if err := s.payCharged(ctx, chunk); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -243,6 +243,7 @@ type Releaser interface {
 var (
 	errNotPaid       = seckill.Errorf(seckill.CodeInvalid, "Only a paid order can be refunded.")
 	errChargeInLimbo = seckill.Errorf(seckill.CodeUnavailable, "The order's payment is not in the ledger yet; retry in a moment.")
+	errOrderInLimbo  = seckill.Errorf(seckill.CodeUnavailable, "The order is paid but not in the ledger yet; retry in a moment.")
 )
 
 // Refund refunds a paid order, once: its amount back to the buyer's
@@ -328,5 +329,26 @@ func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order,
 		o.Status, o.RefundedAt = seckill.OrderRefunded, &t
 		return nil
 	})
+	if errors.Is(err, seckill.ErrOrderNotFound) && s.chargedToActor(ctx, id) {
+		err = errOrderInLimbo
+	}
 	return o, err
+}
+
+// chargedToActor says whether the ledger holds a charge of order id that
+// paid the actor (the operator: any): a payment does not wait for its
+// order to reach the ledger, so the charge may be there a moment before
+// it.
+func (s *Service) chargedToActor(ctx context.Context, id string) bool {
+	ts, err := s.orders.OrderTransfers(ctx, id)
+	if err != nil {
+		return false
+	}
+	a := seckill.ActorOf(ctx)
+	for _, t := range ts {
+		if t.Kind == seckill.TransferCharge && (a.Owns(0) || t.Credit == seckill.MerchantAccountOf(a.MerchantID)) {
+			return true
+		}
+	}
+	return false
 }

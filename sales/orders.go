@@ -57,7 +57,11 @@ func (s *Service) Order(ctx context.Context, id, user string) (seckill.Order, er
 	case !errors.Is(err, seckill.ErrOrderNotFound):
 		return seckill.Order{}, err
 	}
-	return s.unpersisted(ctx, id, user)
+	o, err = s.unpersisted(ctx, id, user)
+	if err != nil {
+		return o, err
+	}
+	return s.shown(ctx, o), nil // paid before it reached the ledger
 }
 
 // unpersisted finds an order in its sale's Redis record of accepted
@@ -117,14 +121,20 @@ func (s *Service) Pay(ctx context.Context, id, user string) (seckill.Order, erro
 // pay pays an order. One with an amount is decided as a buy is, in
 // Redis: its charge (funds.lua, on the buyer's wallet, idempotent by the
 // order's id) answers, and the funds consumer sets the order paid in the
-// transaction that writes the charge to the ledger. The payment timeout
-// asks Redis first (funds.Store.Close): a charge made means paid; none,
-// and none can be made any more, then it cancels. So an order ends
+// transaction that writes the charge to the ledger (or the order
+// consumer, if the charge got there first). The payment timeout asks
+// Redis first (funds.Store.Close): a charge made means paid; none, and
+// none can be made any more, then it cancels. So an order ends
 // paid-and-charged or cancelled-and-uncharged, and a payment costs no
-// MySQL transaction of its own. A free order (nothing to charge) is set
-// paid in the ledger under its row lock, which the timeout's cancel waits
-// for.
+// MySQL transaction of its own. A first payment in its window reads
+// nothing from MySQL either (payNew); the rest (a retry, a late or free
+// order, keys Redis no longer holds) read the ledger's order. A free
+// order (nothing to charge) is set paid in the ledger under its row lock,
+// which the timeout's cancel waits for.
 func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, error) {
+	if o, done, err := s.payNew(ctx, id, user); done {
+		return o, err
+	}
 	o, err := s.ledger.Order(ctx, id)
 	if err != nil {
 		return o, err
@@ -162,6 +172,39 @@ func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, erro
 	t := now.UTC()
 	o.Status, o.PaidAt, o.ChargeID = seckill.OrderPaid, &t, m.ID
 	return o, nil
+}
+
+// payNew pays an order from what its sale's Redis keys hold: the order as
+// buy.lua accepted it and whose sale it is (Stock.Charging), in one round
+// trip, then its charge. done is false when that cannot decide: the keys
+// are gone or older than the merchant field, the order is free or its
+// window closed, or its charge was made before (a retry: the ledger says
+// whether the order was refunded since). A cancelled order's charge finds
+// the timeout's barrier (funds.Store.Close), so Redis refuses it.
+func (s *Service) payNew(ctx context.Context, id, user string) (o seckill.Order, done bool, err error) {
+	sale := seckill.SaleOfOrder(id)
+	if sale == 0 {
+		return o, false, nil
+	}
+	e, merchant, ok, err := s.stock.Charging(ctx, sale, id, user)
+	if err != nil || !ok || merchant < 0 || e.PriceCents <= 0 {
+		return o, err != nil, err
+	}
+	now := s.now()
+	if o = e.Order(s.cfg.PaymentWindow, time.Time{}); !now.Before(o.ExpiresAt) {
+		return o, false, nil
+	}
+	m, _ := seckill.ChargeMovement(o, merchant, s.cfg.FeeBps, now)
+	_, made, err := s.wallets.Move(ctx, m)
+	switch {
+	case err == nil && !made, seckill.CodeOf(err) == seckill.CodeInvalid:
+		return o, false, nil // charged before (with this split or another)
+	case err != nil:
+		return o, true, err
+	}
+	t := now.UTC()
+	o.Status, o.PaidAt, o.ChargeID = seckill.OrderPaid, &t, m.ID
+	return o, true, nil
 }
 
 // payable says why user may not pay order o (nil: it may, or o is paid).

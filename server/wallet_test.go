@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -141,10 +142,13 @@ func TestRefund(t *testing.T) {
 		}
 		return num(r.Body, "balance_cents")
 	}
-	// The charge reaches the ledger and the merchant's account follows.
-	servertest.WaitFor(t, 20*time.Second, "the merchant credited", func() (bool, string) {
+	// The charge reaches the ledger and the merchant's account follows;
+	// the order gets there too (maybe after its charge: a payment does not
+	// wait for it).
+	servertest.WaitFor(t, 20*time.Second, "the merchant credited and the order paid in the ledger", func() (bool, string) {
 		b := balance(merchant)
-		return b == 1950, fmt.Sprint(b)
+		o, err := st.Ledger.Order(t.Context(), order)
+		return b == 1950 && err == nil && o.Status == seckill.OrderPaid, fmt.Sprint(b, o.Status, err)
 	})
 	refund := func(hdr ...string) response {
 		return call(t, st.h, "POST", "/admin/api/orders/"+order+"/refund", map[string]any{"reason": "changed my mind"}, hdr...)
@@ -205,5 +209,102 @@ func TestPaymentIsItsCharge(t *testing.T) {
 	})
 	if w := walletOf(t, st, user); w != 300 {
 		t.Errorf("the wallet holds %d, want 300: charged once", w)
+	}
+}
+
+// TestPayBeforeTheLedger: a first payment reads nothing from MySQL: with
+// no worker running, an order accepted a moment ago is paid at once (200,
+// the wallet charged), to the merchant whose sale it is now (the operator
+// handed it to another merchant after the buy), and reads paid. Once the
+// pipeline runs, the ledger holds the order paid, charged once to that
+// merchant, whichever of the order and its charge got there first.
+func TestPayBeforeTheLedger(t *testing.T) {
+	st := newStack(t)
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 5, Limit: 1, PriceCents: 700})
+	r := call(t, st.h, "POST", "/admin/api/merchants", map[string]any{"email": "later@shop.example", "name": "Later", "password": "merchant password"}, admin())
+	if r.Status != 201 {
+		t.Fatal(r)
+	}
+	merchant := num(r.Body, "id")
+	user := "u_early"
+	st.Fund(t, user, 1000)
+	tok := bearer(servertest.Token(t, user))
+	buy := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "early-buy-1"), tok)
+	id, _ := buy.Body["order_id"].(string)
+	if buy.Status != 200 || id == "" {
+		t.Fatal(buy)
+	}
+	if r := call(t, st.h, "PATCH", fmt.Sprintf("/admin/api/sales/%d", sale.ID), map[string]any{"merchant_id": merchant}, admin()); r.Status != 200 {
+		t.Fatal(r)
+	}
+	if _, err := st.Ledger.Order(t.Context(), id); !errors.Is(err, seckill.ErrOrderNotFound) {
+		t.Fatalf("the order is in the ledger already (%v): the test needs it not to be", err)
+	}
+	if r := call(t, st.h, "POST", "/api/orders/"+id+"/pay", nil, tok); r.Status != 200 || r.Body["status"] != "paid" {
+		t.Fatalf("paying an order the ledger does not hold yet: %v", r)
+	}
+	if w := walletOf(t, st, user); w != 300 {
+		t.Errorf("the wallet holds %d, want 300", w)
+	}
+	if r := call(t, st.h, "GET", "/api/orders/"+id, nil, tok); r.Status != 200 || r.Body["status"] != "paid" {
+		t.Errorf("the order read before the ledger has it: %v", r)
+	}
+
+	st.StartPipeline(t)
+	servertest.WaitFor(t, 20*time.Second, "the ledger shows it paid", func() (bool, string) {
+		o, err := st.Ledger.Order(t.Context(), id)
+		return err == nil && o.Status == seckill.OrderPaid && o.ChargeID == seckill.ChargeID(id), fmt.Sprintf("%+v %v", o, err)
+	})
+	ts, err := st.Ledger.OrderTransfers(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charges int
+	for _, tr := range ts {
+		if tr.Kind == seckill.TransferCharge {
+			charges++
+			if tr.Credit != seckill.MerchantAccountOf(merchant) || tr.Amount != 700 {
+				t.Errorf("the charge: %+v, want 700 to merchant %d", tr, merchant)
+			}
+		}
+	}
+	if charges != 1 {
+		t.Errorf("%d charges in the ledger, want 1: %+v", charges, ts)
+	}
+	if anomalies, err := st.Ledger.ChargeAnomalies(t.Context()); err != nil || len(anomalies) > 0 {
+		t.Errorf("charge anomalies: %+v %v", anomalies, err)
+	}
+	if w := walletOf(t, st, user); w != 300 {
+		t.Errorf("the wallet holds %d after the pipeline, want 300", w)
+	}
+}
+
+// TestRefundBeforeTheOrderIsInTheLedger: a charge may reach the ledger a
+// moment before its order. Refunding it then answers 503 (retry) to the
+// merchant it paid and to the operator, and 404 to another merchant, as
+// for an order it cannot see; nothing changes.
+func TestRefundBeforeTheOrderIsInTheLedger(t *testing.T) {
+	st := newStack(t)
+	mid, merchant := merchantLogin(t, st, "early-refund@shop.example")
+	_, other := merchantLogin(t, st, "someone-else@shop.example")
+	id := seckill.NewOrderID(999)
+	charge, _ := seckill.ChargeMovement(seckill.Order{ID: id, UserID: "u_limbo", AmountCents: 500}, mid, 0, time.Now())
+	if err := st.Ledger.InsertMovements(t.Context(), []seckill.Movement{charge}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	refund := func(hdr string) response {
+		return call(t, st.h, "POST", "/admin/api/orders/"+id+"/refund", map[string]any{"reason": "too soon"}, hdr)
+	}
+	for _, who := range []struct {
+		name, hdr, code string
+		status          int
+	}{{"the merchant it paid", merchant, "unavailable", 503}, {"the operator", admin(), "unavailable", 503},
+		{"another merchant", other, "order_not_found", 404}} {
+		if r := refund(who.hdr); r.Status != who.status || r.code() != who.code {
+			t.Errorf("%s: %v, want %d %s", who.name, r, who.status, who.code)
+		}
+	}
+	if ts, err := st.Ledger.OrderTransfers(t.Context(), id); err != nil || len(ts) != len(charge.Transfers) {
+		t.Errorf("the order's transfers after the refusals: %+v %v", ts, err)
 	}
 }

@@ -291,8 +291,15 @@ func (e *Env) Server(t testing.TB, reserver server.Reserver) *server.Server {
 // bus.
 func (e *Env) StartPipeline(t testing.TB) *rabbitmq.Bus {
 	t.Helper()
+	return e.StartPipelineOn(t, e.DB)
+}
+
+// StartPipelineOn is StartPipeline with the workers writing to the ledger
+// through db (a proxy's, to cut them off from it).
+func (e *Env) StartPipelineOn(t testing.TB, db *sqlx.DB) *rabbitmq.Bus {
+	t.Helper()
 	broker := Broker(t, e.Config)
-	sys := system.New(e.Config, system.Conns{Redis: e.Redis, DB: e.DB, Bus: broker}, prometheus.NewRegistry())
+	sys := system.New(e.Config, system.Conns{Redis: e.Redis, DB: db, Bus: broker}, prometheus.NewRegistry())
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = sys.RunRelays(ctx) })
