@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/rdb"
@@ -270,20 +271,50 @@ func flag(b bool) string {
 	return "0"
 }
 
-// Follow applies movement m's share to each of its accounts but its side,
-// once the ledger holds it: exactly once per account, however often it is
-// called.
-func (s *Store) Follow(ctx context.Context, m seckill.Movement) error {
-	for _, a := range m.Accounts()[1:] {
-		k := s.keys.Funds(s.Group(a))
-		_, err := followScript.Run(ctx, s.rdb, []string{k.Balances(), k.Followed(m.ID, string(a))},
-			string(a), m.Delta(a), int64(s.cfg.Retention/time.Second)).Text()
-		if err != nil {
-			return failed(fmt.Sprintf("follow %s on %s", m.ID, a), err)
+// Follow applies the movements' shares to their accounts other than
+// their sides (the ledger holds the movements), exactly once per movement
+// and account however often it is asked: one follow.lua call per group of
+// accounts (and per followChunk shares), the groups at once.
+func (s *Store) Follow(ctx context.Context, ms ...seckill.Movement) error {
+	type shares struct {
+		keys []string
+		args []any
+	}
+	ttl := int64(s.cfg.Retention / time.Second)
+	var calls []*shares
+	open := map[int]*shares{}
+	for _, m := range ms {
+		for _, a := range m.Accounts()[1:] {
+			g := s.Group(a)
+			c := open[g]
+			if c == nil || len(c.keys)-1 >= followChunk {
+				k := s.keys.Funds(g)
+				c = &shares{keys: []string{k.Balances()}, args: []any{ttl}}
+				open[g], calls = c, append(calls, c)
+			}
+			c.keys = append(c.keys, s.keys.Funds(g).Followed(m.ID, string(a)))
+			c.args = append(c.args, string(a), m.Delta(a))
 		}
 	}
-	return nil
+	var eg errgroup.Group
+	eg.SetLimit(followCalls)
+	for _, c := range calls {
+		eg.Go(func() error {
+			if err := followScript.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
+				return failed(fmt.Sprintf("follow %d shares", len(c.keys)-1), err)
+			}
+			return nil
+		})
+	}
+	return eg.Wait()
 }
+
+const (
+	// followChunk bounds the shares one follow.lua call applies.
+	followChunk = 256
+	// followCalls is how many follow.lua calls run at once.
+	followCalls = 8
+)
 
 // Balance reads an account's balance (0 for one that never held money).
 func (s *Store) Balance(ctx context.Context, a seckill.FundsAccount) (int64, error) {

@@ -260,3 +260,67 @@ func TestMoveKeeping(t *testing.T) {
 		t.Fatalf("leaving 400 of 400 to keep: balance %d, made %v, %v", b, ok, err)
 	}
 }
+
+// TestFollowABatch: one Follow of 600 charges (of 300 wallets, to two
+// merchants, more shares to a group than one call applies) and their
+// refunds, the batch listing some movements twice and asked three times
+// over, gives each account its shares once: the merchants and the
+// platform hold what the charges less the refunds left them, every
+// account adds up to zero.
+func TestFollowABatch(t *testing.T) {
+	s, _ := newStore(t, 4, 1_000_000)
+	ctx := context.Background()
+	var batch []seckill.Movement
+	var fees, refunded int64
+	for i := range 600 {
+		user := fmt.Sprintf("batch-%d", i%300)
+		if i < 300 {
+			top := seckill.TopupMovement(fmt.Sprint("bt-", i), user, 10_000, time.Now())
+			if _, _, err := s.Move(ctx, top); err != nil {
+				t.Fatal(err)
+			}
+			batch = append(batch, top)
+		}
+		charge, _ := seckill.ChargeMovement(order(fmt.Sprint("bo-", i), user, 1_000+int64(i)), int64(1+i%2), 250, time.Now())
+		if _, _, err := s.Move(ctx, charge); err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, charge)
+		if i%10 == 0 { // refunded: decided on the merchant, once it holds the charge
+			refund := seckill.RefundOf(charge, time.Now())
+			if err := s.Follow(ctx, charge); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Move(ctx, refund); err != nil {
+				t.Fatal(err)
+			}
+			batch = append(batch, refund)
+			refunded += 1_000 + int64(i)
+		} else {
+			fees += seckill.Fee(1_000+int64(i), 250)
+		}
+	}
+	batch = append(batch, batch[:50]...) // listed twice
+	for range 3 {
+		if err := s.Follow(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Balances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum, charged int64
+	for i := range 600 {
+		charged += 1_000 + int64(i)
+	}
+	for _, n := range all {
+		sum += n
+	}
+	merchants := all[seckill.MerchantAccountOf(1)] + all[seckill.MerchantAccountOf(2)]
+	if sum != 0 || all[seckill.PlatformAccount] != fees || merchants != charged-refunded-fees ||
+		all[seckill.ProviderAccount] != -300*10_000 {
+		t.Errorf("after the batch: sum %d, platform %d (want %d), merchants %d (want %d), provider %d",
+			sum, all[seckill.PlatformAccount], fees, merchants, charged-refunded-fees, all[seckill.ProviderAccount])
+	}
+}

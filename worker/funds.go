@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +26,7 @@ type FundsLedger interface {
 // than its side, once the ledger holds it: exactly once per account,
 // however often it is asked (funds.Store).
 type Follower interface {
-	Follow(ctx context.Context, m seckill.Movement) error
+	Follow(ctx context.Context, ms ...seckill.Movement) error
 }
 
 // FundsConfig tunes a FundsConsumer.
@@ -45,9 +44,6 @@ type FundsConfig struct {
 	// to the queue.
 	Grace time.Duration
 }
-
-// fundsFollowers is how many movements a consumer follows at once.
-const fundsFollowers = 8
 
 // FundsConsumer writes the movements of money the funds relay publishes
 // into the ledger, one transaction per batch, then has their other
@@ -154,35 +150,11 @@ func (fc *FundsConsumer) write(ctx context.Context, ms []seckill.Movement) error
 // keeps each transfer once and each share is applied once.
 func (fc *FundsConsumer) settle(ctx context.Context, ds []bus.Delivery, ms []seckill.Movement, committed time.Time) error {
 	ms = distinct(ms)
-	if err := fc.follow(ctx, ms); err != nil {
+	if err := fc.follower.Follow(ctx, ms...); err != nil {
 		return err
 	}
 	fc.persisted(ms, committed)
 	return ackAll(ds)
-}
-
-// follow applies the movements' shares, fundsFollowers at a time (shares
-// commute: each is an increment of its own account).
-func (fc *FundsConsumer) follow(ctx context.Context, ms []seckill.Movement) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, fundsFollowers)
-	)
-	for _, m := range ms {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fc.follower.Follow(ctx, m); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // persisted counts movements committed, and how long each took from its
