@@ -358,6 +358,32 @@ func (s *Store) Balances(ctx context.Context) (map[seckill.FundsAccount]int64, e
 	return out, nil
 }
 
+// Retention is how long the records of movements live in Redis.
+func (s *Store) Retention() time.Duration { return s.cfg.Retention }
+
+// Remember writes the records of movements made (the ledger's, after
+// Redis lost its data) where none is kept, as funds.lua writes them, so a
+// retry of one finds it made rather than making it again. They live the
+// records' retention from now.
+func (s *Store) Remember(ctx context.Context, ms []seckill.Movement) error {
+	ttl := s.cfg.Retention
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range ms {
+			event, err := EncodeMovement(m)
+			if err != nil {
+				return err
+			}
+			rec := "ok|" + strconv.FormatInt(m.Sum(), 10) + "|0|" + event
+			p.SetNX(ctx, s.keys.Funds(s.Group(m.Side)).Movement(m.ID), rec, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return failed("remember the movements made", err)
+	}
+	return nil
+}
+
 // SetBalances writes balances as they are (the reconciler's repair: the
 // ledger's sums after Redis lost its data), each account in its group.
 func (s *Store) SetBalances(ctx context.Context, balances map[seckill.FundsAccount]int64) error {

@@ -279,6 +279,47 @@ func (s *Store) OrderTransfers(ctx context.Context, order string) ([]seckill.Tra
 	return all(ctx, s, transferRow.transfer, "transfers of order "+order, selectOrderTransfers, order)
 }
 
+const selectTransfersSince = `SELECT ` + transferColumns + ` FROM transfers WHERE at >= ? ORDER BY seq`
+
+// MovementsSince returns the movements whose transfers the ledger holds
+// from since on, as they were decided in Redis (their side: the wallet a
+// charge debits or a top-up or credit credits, the merchant a refund or
+// a payout debits). Voids are left out. For rebuilding Redis's records of
+// movements made, which a retry finds (funds.Store.Remember); O(transfers
+// since).
+func (s *Store) MovementsSince(ctx context.Context, since time.Time) ([]seckill.Movement, error) {
+	ts, err := all(ctx, s, func(r transferRow) transferRow { return r }, "transfers since "+since.String(), selectTransfersSince, since.UTC())
+	if err != nil {
+		return nil, err
+	}
+	var out []seckill.Movement
+	at := map[string]int{} // movement id → index in out
+	for _, r := range ts {
+		i, ok := at[r.MovementID]
+		if !ok {
+			i = len(out)
+			at[r.MovementID] = i
+			out = append(out, seckill.Movement{ID: r.MovementID})
+		}
+		m := &out[i]
+		t := r.transfer()
+		m.Transfers = append(m.Transfers, t)
+		switch t.Kind {
+		case seckill.TransferCharge, seckill.TransferRefund, seckill.TransferPayout:
+			m.Side = t.Debit
+		case seckill.TransferTopup, seckill.TransferCredit:
+			m.Side = t.Credit
+		}
+	}
+	kept := out[:0]
+	for _, m := range out {
+		if m.Side != "" {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
+}
+
 // topupRow is a row of the topups table.
 type topupRow struct {
 	ID          string    `db:"id"`

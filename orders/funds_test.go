@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/seckill/seckill"
@@ -80,9 +81,10 @@ func TestFundsLedger(t *testing.T) {
 // before its order reaches the ledger, so its charge may get there first.
 // On MySQL and SQLite alike the order is written paid then, at its
 // charge's time, and an order without a charge stays pending; on MySQL a
-// charge and its order written at the same moment, 40 times over, always
-// end paid (one transaction or the other sees the other's row), with no
-// charge anomaly left.
+// charge and its order written at the same moment, 200 times over under
+// each of repeatable read and read committed, always end paid (one
+// transaction or the other sees the other's row), with no charge anomaly
+// left.
 func TestChargeBeforeItsOrder(t *testing.T) {
 	servertest.EachLedger(t, func(t *testing.T, db *sqlx.DB) {
 		ledger := orders.NewStore(db)
@@ -128,32 +130,97 @@ func TestChargeBeforeItsOrder(t *testing.T) {
 		if db.DriverName() == "sqlite" {
 			return // one writer at a time: no two transactions overlap
 		}
-		var wg sync.WaitGroup
-		errs := make(chan error, 80)
-		for i := range 40 {
-			o := order(fmt.Sprintf("racer-%d", i))
-			wg.Go(func() {
-				errs <- retry(func() error { return ledger.InsertMovements(ctx, []seckill.Movement{charge(o)}, at) })
-			})
-			wg.Go(func() { errs <- retry(func() error { return ledger.InsertOrders(ctx, []seckill.Order{o}) }) })
+		// The race, under MariaDB's default (repeatable read) and under read
+		// committed, where no gap lock holds back an insert: there only the
+		// share lock of payCharged makes one transaction see the other.
+		var name string
+		if err := db.Get(&name, `SELECT DATABASE()`); err != nil {
+			t.Fatal(err)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		c, err := mysql.ParseDSN(servertest.Config(t).MySQL.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DBName, c.Params = name, map[string]string{"tx_isolation": "'READ-COMMITTED'"}
+		rc, err := orders.Open(ctx, c.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		for _, run := range []struct {
+			name   string
+			ledger *orders.Store
+		}{{"repeatable-read", ledger}, {"read-committed", orders.NewStore(rc)}} {
+			var wg sync.WaitGroup
+			errs := make(chan error, 400)
+			for i := range 200 {
+				o := order(fmt.Sprintf("%s-%d", run.name, i))
+				wg.Go(func() {
+					errs <- retry(func() error { return run.ledger.InsertMovements(ctx, []seckill.Movement{charge(o)}, at) })
+				})
+				wg.Go(func() { errs <- retry(func() error { return run.ledger.InsertOrders(ctx, []seckill.Order{o}) }) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var pending int
+			if err := db.Get(&pending, `SELECT COUNT(*) FROM orders WHERE sale_id = ? AND user_id LIKE ? AND status <> 'paid'`,
+				sl.ID, run.name+"-%"); err != nil {
+				t.Fatal(err)
+			}
+			if pending > 0 {
+				t.Errorf("%s: %d of 200 orders raced by their charges are not paid", run.name, pending)
+			}
+
+			// The interleaving a race seldom hits: the charge's transaction
+			// has written it and not committed when the order's is written.
+			// The order's waits for it (or, if it did not, missed it).
+			o := order(run.name + "-held")
+			done := make(chan error, 1)
+			err := run.ledger.InTx(ctx, func(ctx context.Context) error {
+				if err := run.ledger.InsertMovements(ctx, []seckill.Movement{charge(o)}, at); err != nil {
+					return err
+				}
+				go func() { done <- run.ledger.InsertOrders(context.Background(), []seckill.Order{o}) }()
+				// Commit once the order's statement is seen in the server,
+				// waiting (or the order's transaction is done). Not
+				// t.Fatal in here: it would leave this transaction open.
+				for end := time.Now().Add(10 * time.Second); ; {
+					select {
+					case err := <-done:
+						done <- err
+						return nil
+					default:
+					}
+					var running int
+					err := db.Get(&running, `SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query'
+						AND (INFO LIKE 'INSERT INTO orders%' OR INFO LIKE 'SELECT order_id, at FROM transfers%')`, name)
+					if err != nil || running > 0 {
+						return err
+					}
+					if time.Now().After(end) {
+						return errors.New("the order's transaction neither waited nor finished in 10 s")
+					}
+					time.Sleep(2 * time.Millisecond) // the poll's interval
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got, err := run.ledger.Order(ctx, o.ID); err != nil || got.Status != seckill.OrderPaid {
+				t.Errorf("%s: an order written while its charge's transaction was open: %s %v", run.name, got.Status, err)
 			}
 		}
 		anomalies, err := ledger.ChargeAnomalies(ctx)
 		if err != nil || len(anomalies) > 0 {
-			t.Errorf("charge anomalies after the race: %+v %v", anomalies, err)
-		}
-		var pending int
-		if err := db.Get(&pending, `SELECT COUNT(*) FROM orders WHERE sale_id = ? AND user_id LIKE 'racer-%' AND status <> 'paid'`, sl.ID); err != nil {
-			t.Fatal(err)
-		}
-		if pending > 0 {
-			t.Errorf("%d of 40 orders raced by their charges are not paid", pending)
+			t.Errorf("charge anomalies after the races: %+v %v", anomalies, err)
 		}
 	})
 }

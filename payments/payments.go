@@ -260,9 +260,11 @@ func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order,
 		return seckill.Order{}, seckill.Invalid(seckill.FieldError{Field: "reason", Message: msg})
 	}
 	var o seckill.Order
+	var missing bool // the ledger holds no such order (yet)
 	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if o, err = s.orders.OrderForUpdate(ctx, id); err != nil {
+			missing = errors.Is(err, seckill.ErrOrderNotFound)
 			return err
 		}
 		sale, err := s.orders.Sale(ctx, o.SaleID)
@@ -329,7 +331,7 @@ func (s *Service) Refund(ctx context.Context, id, reason string) (seckill.Order,
 		o.Status, o.RefundedAt = seckill.OrderRefunded, &t
 		return nil
 	})
-	if errors.Is(err, seckill.ErrOrderNotFound) && s.chargedToActor(ctx, id) {
+	if missing && s.chargedToActor(ctx, id) {
 		err = errOrderInLimbo
 	}
 	return o, err

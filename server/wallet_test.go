@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/system/servertest"
+	"github.com/seckill/seckill/worker"
 )
 
 // TestWalletCreditAndPay: the operator credits a wallet once per request
@@ -121,19 +122,8 @@ func TestRefund(t *testing.T) {
 	st.StartPipeline(t)
 	mid, merchant := merchantLogin(t, st, "refunds@shop.example")
 	_, other := merchantLogin(t, st, "other@shop.example")
-	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Refundable", "item": "Thing", "price_cents": 1000,
-		"total": 5, "per_user_limit": 2, "starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
-	if r.Status != 201 {
-		t.Fatal(r)
-	}
-	sale := num(r.Body, "id")
 	user := "u_refunded"
-	st.Fund(t, user, 2000)
-	buy := call(t, st.h, "POST", buyPath(sale), buyBody(2, "refund-buy-1"), bearer(servertest.Token(t, user)))
-	order := buy.Body["order_id"].(string)
-	if p := call(t, st.h, "POST", "/api/orders/"+order+"/pay", nil, bearer(servertest.Token(t, user))); p.Status != 200 {
-		t.Fatalf("pay: %v", p)
-	}
+	sale, order := paidOrderOf(t, st, merchant, user, 2)
 	balance := func(hdr ...string) int64 {
 		t.Helper()
 		r := call(t, st.h, "GET", "/admin/api/balance", nil, hdr...)
@@ -307,4 +297,87 @@ func TestRefundBeforeTheOrderIsInTheLedger(t *testing.T) {
 	if ts, err := st.Ledger.OrderTransfers(t.Context(), id); err != nil || len(ts) != len(charge.Transfers) {
 		t.Errorf("the order's transfers after the refusals: %+v %v", ts, err)
 	}
+}
+
+// TestRefundAfterTheSaleChangedHands: an order paid to one merchant,
+// then the sale handed to another: the first merchant's refund is 404
+// (not its sale any more), not a 503 to retry for ever.
+func TestRefundAfterTheSaleChangedHands(t *testing.T) {
+	st := newStack(t)
+	st.StartPipeline(t)
+	_, first := merchantLogin(t, st, "first-owner@shop.example")
+	second, _ := merchantLogin(t, st, "second-owner@shop.example")
+	sale, order := paidOrderOf(t, st, first, "u_handed", 1)
+	servertest.WaitFor(t, 20*time.Second, "the order paid in the ledger", func() (bool, string) {
+		o, err := st.Ledger.Order(t.Context(), order)
+		return err == nil && o.Status == seckill.OrderPaid, fmt.Sprint(o.Status, err)
+	})
+	if r := call(t, st.h, "PATCH", fmt.Sprintf("/admin/api/sales/%d", sale), map[string]any{"merchant_id": second}, admin()); r.Status != 200 {
+		t.Fatal(r)
+	}
+	if r := call(t, st.h, "POST", "/admin/api/orders/"+order+"/refund", map[string]any{"reason": "not mine now"}, first); r.Status != 404 || r.code() != "order_not_found" {
+		t.Errorf("the first owner's refund: %v, want 404 order_not_found", r)
+	}
+}
+
+// TestPayAgainAfterRedisLostItsMoney: Redis loses every balance and
+// every record of money moved; the funds repair rebuilds them from the
+// ledger. Paying a paid order again then answers 200 and charges nothing:
+// the repair wrote its charge's record back, so Redis finds it made.
+func TestPayAgainAfterRedisLostItsMoney(t *testing.T) {
+	st := newStack(t)
+	st.StartPipeline(t)
+	user := "u_lost"
+	_, id := paidOrderOf(t, st, admin(), user, 1)
+	tok := bearer(servertest.Token(t, user))
+	servertest.WaitFor(t, 20*time.Second, "the order paid in the ledger", func() (bool, string) {
+		o, err := st.Ledger.Order(t.Context(), id)
+		return err == nil && o.Status == seckill.OrderPaid, fmt.Sprint(o.Status, err)
+	})
+	fr := worker.NewFundsReconciler(st.Funds, st.Ledger, nil, nil)
+	if _, err := fr.Wait(t.Context(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := st.Redis.Keys(t.Context(), st.Config.Redis.Prefix+":funds:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the funds keys: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		if err := st.Redis.Del(t.Context(), k).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fr.Repair(t.Context(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if w := walletOf(t, st, user); w != 1000 {
+		t.Fatalf("the wallet after the repair holds %d, want 1000", w)
+	}
+	if r := call(t, st.h, "POST", "/api/orders/"+id+"/pay", nil, tok); r.Status != 200 || r.Body["status"] != "paid" {
+		t.Errorf("paying again: %v", r)
+	}
+	if w := walletOf(t, st, user); w != 1000 {
+		t.Errorf("the wallet holds %d after paying again, want 1000: charged twice", w)
+	}
+}
+
+// paidOrderOf has the merchant (its session header) create a sale of 5 at
+// 10.00, and user, funded with 20.00, buy qty of it and pay; it returns
+// the sale and the order.
+func paidOrderOf(t *testing.T, st *stack, merchant, user string, qty int64) (sale int64, order string) {
+	t.Helper()
+	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Refundable", "item": "Thing", "price_cents": 1000,
+		"total": 5, "per_user_limit": 2, "starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
+	if r.Status != 201 {
+		t.Fatal(r)
+	}
+	sale = num(r.Body, "id")
+	st.Fund(t, user, 2000)
+	tok := bearer(servertest.Token(t, user))
+	buy := call(t, st.h, "POST", buyPath(sale), buyBody(qty, user+"-buy-1"), tok)
+	order, _ = buy.Body["order_id"].(string)
+	if p := call(t, st.h, "POST", "/api/orders/"+order+"/pay", nil, tok); p.Status != 200 {
+		t.Fatalf("pay: %v (buy %v)", p, buy)
+	}
+	return sale, order
 }

@@ -72,18 +72,16 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 // restore brings an embedded system back after a start: the in-process
 // Redis and bus begin empty, the SQLite ledger holds what was accepted.
 // Each live sale's Redis state is rebuilt from the ledger (the repair
-// path), every account's balance is the ledger's sum of its transfers,
-// and the pending orders get their payment timeouts again.
+// path), every account's balance is the ledger's sum of its transfers
+// with the records of the movements made (worker.RestoreFunds), and the
+// pending orders get their payment timeouts again.
 func (s *System) restore(ctx context.Context) error {
 	ids, err := s.Ledger.SaleIDs(ctx, time.Now().Add(-s.Config.Orders.Keep()))
 	if err != nil {
 		return err
 	}
-	balances, err := s.Ledger.FundsBalances(ctx)
+	accounts, err := worker.RestoreFunds(ctx, s.Funds, s.Ledger, time.Now())
 	if err != nil {
-		return fmt.Errorf("restore the balances: %w", err)
-	}
-	if err := s.Funds.SetBalances(ctx, balances); err != nil {
 		return fmt.Errorf("restore the balances: %w", err)
 	}
 	rc := s.Reconciler()
@@ -96,8 +94,8 @@ func (s *System) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 || n > 0 || len(balances) > 0 {
-		slog.Info("restored from the ledger", "sales", len(ids), "accounts", len(balances), "pending orders re-armed", n)
+	if len(ids) > 0 || n > 0 || accounts > 0 {
+		slog.Info("restored from the ledger", "sales", len(ids), "accounts", accounts, "pending orders re-armed", n)
 	}
 	return nil
 }

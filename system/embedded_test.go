@@ -17,7 +17,8 @@ import (
 // outboxes to the in-process bus, Drain waits for the bus, the worker
 // finishes); started again on the same data directory, its new
 // in-process Redis holds every account's balance as the old one did, by
-// the SQLite ledger, which holds each movement.
+// the SQLite ledger, which holds each movement, and the record of each
+// movement made, so a retry moves nothing.
 func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 	ctx := context.Background()
 	cfg := servertest.Config(t, "SECKILL_EMBEDDED=true", "SECKILL_DATA_DIR="+t.TempDir())
@@ -94,5 +95,16 @@ func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 	}
 	if sum != 0 || len(after) != len(before) || before[seckill.WalletOf("emb-0")] != 600 {
 		t.Errorf("balances before %v, after %v", before, after)
+	}
+	// Their records came back with them: each movement retried is found
+	// made and moves nothing (a payment paid before the restart is not
+	// charged again).
+	for _, m := range made {
+		if _, ok, err := sys.Funds.Move(ctx, m); err != nil || ok {
+			t.Errorf("%s retried after the restart: made again %v, %v", m.ID, ok, err)
+		}
+	}
+	if again, err := sys.Funds.Balances(ctx); err != nil || again[seckill.WalletOf("emb-0")] != 600 {
+		t.Errorf("balances after the retries: %v %v", again, err)
 	}
 }

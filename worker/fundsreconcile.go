@@ -19,14 +19,17 @@ import (
 type FundsBalances interface {
 	Balances(ctx context.Context) (map[seckill.FundsAccount]int64, error)
 	SetBalances(ctx context.Context, balances map[seckill.FundsAccount]int64) error
+	Remember(ctx context.Context, ms []seckill.Movement) error
+	Retention() time.Duration
 	Pending(ctx context.Context) ([]int, error)
 }
 
 // FundsBooks are the funds ledger as the reconciler reads it
-// (orders.Store): every account's sum, and the orders whose transfers
-// disagree with their status.
+// (orders.Store): every account's sum, the movements made lately, and
+// the orders whose transfers disagree with their status.
 type FundsBooks interface {
 	FundsBalances(ctx context.Context) (map[seckill.FundsAccount]int64, error)
+	MovementsSince(ctx context.Context, since time.Time) ([]seckill.Movement, error)
 	ChargeAnomalies(ctx context.Context) ([]orders.ChargeAnomaly, error)
 }
 
@@ -156,7 +159,8 @@ func (fr *FundsReconciler) Wait(ctx context.Context, d time.Duration) (FundsRepo
 // Repair writes the ledger's sums into Redis for every account, once
 // nothing is on its way (within d; else it refuses, as a movement made in
 // Redis and not yet in the ledger would be undone): after Redis lost its
-// data, every wallet holds what its ledger entries add up to.
+// data, every wallet holds what its ledger entries add up to, and a retry
+// of a movement made finds it made (RestoreFunds).
 func (fr *FundsReconciler) Repair(ctx context.Context, d time.Duration) error {
 	rep, err := fr.Wait(ctx, d)
 	if err != nil {
@@ -165,20 +169,38 @@ func (fr *FundsReconciler) Repair(ctx context.Context, d time.Duration) error {
 	if rep.InFlight {
 		return fmt.Errorf("worker: funds repair: movements still on their way after %s; try again", d)
 	}
-	led, err := fr.ledger.FundsBalances(ctx)
+	_, err = RestoreFunds(ctx, fr.redis, fr.ledger, time.Now())
+	return err
+}
+
+// RestoreFunds rebuilds Redis's money from the ledger, with nothing on its
+// way: every account's balance is the sum of its ledger entries (an
+// account only Redis holds, 0), and the records of the movements made
+// within their retention before now are written again where Redis lost
+// them, so that a retry of one (a payment paid already, a credit made)
+// finds it made and moves nothing. It returns how many accounts it set.
+func RestoreFunds(ctx context.Context, redis FundsBalances, ledger FundsBooks, now time.Time) (int, error) {
+	led, err := ledger.FundsBalances(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	red, err := fr.redis.Balances(ctx)
+	red, err := redis.Balances(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for a := range red {
 		if _, ok := led[a]; !ok {
 			led[a] = 0 // Redis holds what the ledger never saw
 		}
 	}
-	return fr.redis.SetBalances(ctx, led)
+	ms, err := ledger.MovementsSince(ctx, now.Add(-redis.Retention()))
+	if err != nil {
+		return 0, err
+	}
+	if err := redis.Remember(ctx, ms); err != nil {
+		return 0, err
+	}
+	return len(led), redis.SetBalances(ctx, led)
 }
 
 // Watch checks every interval until ctx ends, counting checks and drifts;
