@@ -338,14 +338,13 @@ func TestPayAgainAfterRedisLostItsMoney(t *testing.T) {
 	if _, err := fr.Wait(t.Context(), 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := st.Redis.Keys(t.Context(), st.Config.Redis.Prefix+":funds:*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("the funds keys: %v %v", keys, err)
+	pattern := st.Config.Redis.Prefix + ":funds:*"
+	if keys := servertest.Keys(t, st.Redis, pattern); len(keys) == 0 {
+		t.Fatalf("no funds keys under %s", pattern)
 	}
-	for _, k := range keys {
-		if err := st.Redis.Del(t.Context(), k).Err(); err != nil {
-			t.Fatal(err)
-		}
+	servertest.DeleteKeys(t, st.Redis, pattern) // on every master
+	if keys := servertest.Keys(t, st.Redis, pattern); len(keys) > 0 {
+		t.Fatalf("funds keys left after the loss: %v", keys)
 	}
 	if err := fr.Repair(t.Context(), 20*time.Second); err != nil {
 		t.Fatal(err)
