@@ -222,14 +222,18 @@ const MaxTransferID = 128
 
 // The transfer ids of an order's movements: fixed by the order, so each
 // is made once whatever the retries (the ledger's primary key holds it).
-func chargeID(order string) string     { return "ch." + order }
-func feeID(order string) string        { return "fe." + order }
-func refundID(order string) string     { return "rf." + order }
-func feeBackID(order string) string    { return "fr." + order }
-func voidID(of string) string          { return "vo." + of }
-func topupID(topup string) string      { return "tu." + topup }
-func payoutID(payout string) string    { return "po." + payout }
-func creditID(user, req string) string { return "cr." + user + "." + req }
+func chargeID(order string) string  { return "ch." + order }
+func feeID(order string) string     { return "fe." + order }
+func refundID(order string) string  { return "rf." + order }
+func feeBackID(order string) string { return "fr." + order }
+func voidID(of string) string       { return "vo." + of }
+
+// Voided returns the id of the movement that void movement id undoes (ok
+// false: id is no void's).
+func Voided(id string) (of string, ok bool) { return strings.CutPrefix(id, "vo.") }
+func topupID(topup string) string           { return "tu." + topup }
+func payoutID(payout string) string         { return "po." + payout }
+func creditID(user, req string) string      { return "cr." + user + "." + req }
 
 // ChargeMovement is paying order o of merchant's sale at feeBps: the
 // amount from the buyer's wallet to the merchant, and the platform's fee

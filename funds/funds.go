@@ -363,26 +363,43 @@ func (s *Store) Retention() time.Duration { return s.cfg.Retention }
 
 // Remember writes the records of movements made (the ledger's, after
 // Redis lost its data) where none is kept, as funds.lua writes them, so a
-// retry of one finds it made rather than making it again. They live the
-// records' retention from now.
-func (s *Store) Remember(ctx context.Context, ms []seckill.Movement) error {
-	ttl := s.cfg.Retention
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, m := range ms {
-			event, err := EncodeMovement(m)
-			if err != nil {
-				return err
+// retry of one finds it made rather than making it again. Each lives what
+// is left of the records' retention after its movement's time (as of
+// now); one round trip per rememberChunk.
+func (s *Store) Remember(ctx context.Context, ms []seckill.Movement, now time.Time) error {
+	for len(ms) > 0 {
+		n := min(len(ms), rememberChunk)
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, m := range ms[:n] {
+				var made time.Time
+				for _, t := range m.Transfers {
+					if t.At.After(made) {
+						made = t.At
+					}
+				}
+				ttl := made.Add(s.cfg.Retention).Sub(now)
+				if ttl < time.Second {
+					continue // its record would have gone by now
+				}
+				event, err := EncodeMovement(m)
+				if err != nil {
+					return err
+				}
+				rec := "ok|" + strconv.FormatInt(m.Sum(), 10) + "|0|" + event
+				p.SetNX(ctx, s.keys.Funds(s.Group(m.Side)).Movement(m.ID), rec, ttl)
 			}
-			rec := "ok|" + strconv.FormatInt(m.Sum(), 10) + "|0|" + event
-			p.SetNX(ctx, s.keys.Funds(s.Group(m.Side)).Movement(m.ID), rec, ttl)
+			return nil
+		})
+		if err != nil {
+			return failed("remember the movements made", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return failed("remember the movements made", err)
+		ms = ms[n:]
 	}
 	return nil
 }
+
+// rememberChunk bounds the records one round trip of Remember writes.
+const rememberChunk = 1000
 
 // SetBalances writes balances as they are (the reconciler's repair: the
 // ledger's sums after Redis lost its data), each account in its group.

@@ -284,9 +284,10 @@ const selectTransfersSince = `SELECT ` + transferColumns + ` FROM transfers WHER
 // MovementsSince returns the movements whose transfers the ledger holds
 // from since on, as they were decided in Redis (their side: the wallet a
 // charge debits or a top-up or credit credits, the merchant a refund or
-// a payout debits). Voids are left out. For rebuilding Redis's records of
-// movements made, which a retry finds (funds.Store.Remember); O(transfers
-// since).
+// a payout debits; a void's, the side of the movement it undoes: the
+// account its first transfer gives back to). For rebuilding Redis's
+// records of movements made, which a retry finds (funds.Store.Remember);
+// O(transfers since).
 func (s *Store) MovementsSince(ctx context.Context, since time.Time) ([]seckill.Movement, error) {
 	ts, err := all(ctx, s, func(r transferRow) transferRow { return r }, "transfers since "+since.String(), selectTransfersSince, since.UTC())
 	if err != nil {
@@ -309,6 +310,20 @@ func (s *Store) MovementsSince(ctx context.Context, since time.Time) ([]seckill.
 			m.Side = t.Debit
 		case seckill.TransferTopup, seckill.TransferCredit:
 			m.Side = t.Credit
+		}
+	}
+	// A void undoes a charge or a payout (funds.Store.Cancel), decided on
+	// its side: the account its first transfer, the reversed charge or
+	// payout, credits back; the movement's own side when it is listed too.
+	for i := range out {
+		m := &out[i]
+		of, ok := seckill.Voided(m.ID)
+		if !ok || m.Transfers[0].Kind != seckill.TransferVoid {
+			continue
+		}
+		m.Side = m.Transfers[0].Credit
+		if j, ok := at[of]; ok && out[j].Side != "" {
+			m.Side = out[j].Side
 		}
 	}
 	kept := out[:0]

@@ -186,9 +186,10 @@ func TestChargeBeforeItsOrder(t *testing.T) {
 					return err
 				}
 				go func() { done <- run.ledger.InsertOrders(context.Background(), []seckill.Order{o}) }()
-				// Commit once the order's statement is seen in the server,
-				// waiting (or the order's transaction is done). Not
-				// t.Fatal in here: it would leave this transaction open.
+				// Commit once the order's statement has waited in the
+				// server for 100 ms (it takes well under a millisecond when
+				// nothing holds it), or the order's transaction is done.
+				// Not t.Fatal in here: it would leave this transaction open.
 				for end := time.Now().Add(10 * time.Second); ; {
 					select {
 					case err := <-done:
@@ -198,7 +199,7 @@ func TestChargeBeforeItsOrder(t *testing.T) {
 					}
 					var running int
 					err := db.Get(&running, `SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query'
-						AND (INFO LIKE 'INSERT INTO orders%' OR INFO LIKE 'SELECT order_id, at FROM transfers%')`, name)
+						AND TIME_MS >= 100 AND (INFO LIKE 'INSERT INTO orders%' OR INFO LIKE 'SELECT order_id, at FROM transfers%')`, name)
 					if err != nil || running > 0 {
 						return err
 					}

@@ -56,6 +56,16 @@ func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 			t.Fatalf("move %s: made %v, %v", m.ID, ok, err)
 		}
 	}
+	// A charge made and cancelled: its void moves the money back, once.
+	voided, _ := seckill.ChargeMovement(seckill.Order{ID: "emb-void", UserID: "emb-0", Qty: 1, AmountCents: 100, UnitPriceCents: 100},
+		1, 250, time.Now())
+	if _, ok, err := sys.Funds.Move(ctx, voided); err != nil || !ok {
+		t.Fatalf("move %s: made %v, %v", voided.ID, ok, err)
+	}
+	if ok, err := sys.Funds.Cancel(ctx, voided.Side, voided.ID, time.Now()); err != nil || !ok {
+		t.Fatalf("cancel %s: made %v, %v", voided.ID, ok, err)
+	}
+	made = append(made, voided, seckill.Reverse(voided, time.Now()))
 	stopRelays()
 	sys.Drain(ctx)
 	stopWorker()
@@ -99,10 +109,13 @@ func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 	// Their records came back with them: each movement retried is found
 	// made and moves nothing (a payment paid before the restart is not
 	// charged again).
-	for _, m := range made {
+	for _, m := range made[:len(made)-1] {
 		if _, ok, err := sys.Funds.Move(ctx, m); err != nil || ok {
 			t.Errorf("%s retried after the restart: made again %v, %v", m.ID, ok, err)
 		}
+	}
+	if ok, err := sys.Funds.Cancel(ctx, voided.Side, voided.ID, time.Now()); err != nil || ok {
+		t.Errorf("the cancel of %s retried after the restart: made again %v, %v", voided.ID, ok, err)
 	}
 	if again, err := sys.Funds.Balances(ctx); err != nil || again[seckill.WalletOf("emb-0")] != 600 {
 		t.Errorf("balances after the retries: %v %v", again, err)

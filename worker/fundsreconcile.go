@@ -19,7 +19,7 @@ import (
 type FundsBalances interface {
 	Balances(ctx context.Context) (map[seckill.FundsAccount]int64, error)
 	SetBalances(ctx context.Context, balances map[seckill.FundsAccount]int64) error
-	Remember(ctx context.Context, ms []seckill.Movement) error
+	Remember(ctx context.Context, ms []seckill.Movement, now time.Time) error
 	Retention() time.Duration
 	Pending(ctx context.Context) ([]int, error)
 }
@@ -193,14 +193,14 @@ func RestoreFunds(ctx context.Context, redis FundsBalances, ledger FundsBooks, n
 			led[a] = 0 // Redis holds what the ledger never saw
 		}
 	}
+	if err := redis.SetBalances(ctx, led); err != nil {
+		return 0, err
+	}
 	ms, err := ledger.MovementsSince(ctx, now.Add(-redis.Retention()))
 	if err != nil {
 		return 0, err
 	}
-	if err := redis.Remember(ctx, ms); err != nil {
-		return 0, err
-	}
-	return len(led), redis.SetBalances(ctx, led)
+	return len(led), redis.Remember(ctx, ms, now)
 }
 
 // Watch checks every interval until ctx ends, counting checks and drifts;
