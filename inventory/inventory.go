@@ -475,31 +475,10 @@ func (s *Store) Buyers(ctx context.Context, sale int64) (map[string]int64, error
 	return out, nil
 }
 
-// Accepted looks up an order of user accepted by buy.lua, as its event.
-// ok is false when Redis holds no such order of that user.
-func (s *Store) Accepted(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, ok bool, err error) {
-	parts, err := s.Parts(ctx, sale)
-	if errors.Is(err, seckill.ErrSaleNotFound) {
-		return e, false, nil
-	}
-	if err != nil {
-		return e, false, err
-	}
-	v, err := s.rdb.HGet(ctx, s.partKeys(partFor(parts, user)).Orders(), orderID).Result()
-	if errors.Is(err, redis.Nil) {
-		return e, false, nil
-	}
-	if err != nil {
-		return e, false, failed("order "+orderID, err)
-	}
-	e, err = decodeOrder(sale, orderID, v)
-	return e, err == nil && e.UserID == user, err
-}
-
-// Charging reads, in one round trip to user's part of a sale, what paying
-// an order of theirs needs: the order as buy.lua accepted it and whose
-// sale it is (merchant -1 in keys warmed before Redis kept it). ok is
-// false when Redis holds no such order of that user.
+// Charging looks up an order of user accepted by buy.lua, as its event,
+// with what paying it needs besides: whose sale it is (merchant -1 in
+// keys warmed before Redis kept it); one round trip to user's part of the
+// sale. ok is false when Redis holds no such order of that user.
 func (s *Store) Charging(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, merchant int64, ok bool, err error) {
 	parts, err := s.Parts(ctx, sale)
 	if errors.Is(err, seckill.ErrSaleNotFound) {

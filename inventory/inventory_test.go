@@ -199,9 +199,9 @@ func TestReserveWritesOutboxEvent(t *testing.T) {
 	if ev.At < before || ev.At > time.Now().UnixMilli()+1000 {
 		t.Errorf("event ts = %d, want about now", ev.At)
 	}
-	acc, ok, err := e.inv.Accepted(ctx, sale, r.OrderID, "alice")
-	if err != nil || !ok || acc.UserID != "alice" || acc.Qty != 3 || acc.RequestID != "req-0001" {
-		t.Errorf("accepted order = %+v, %v, %v", acc, ok, err)
+	acc, merchant, ok, err := e.inv.Charging(ctx, sale, r.OrderID, "alice")
+	if err != nil || !ok || acc.UserID != "alice" || acc.Qty != 3 || acc.RequestID != "req-0001" || merchant != 0 {
+		t.Errorf("accepted order = %+v of merchant %d, %v, %v", acc, merchant, ok, err)
 	}
 	buyers, _ := e.inv.Buyers(ctx, sale)
 	if buyers["alice"] != 3 {

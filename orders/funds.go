@@ -71,26 +71,13 @@ func (s *Store) InsertMovements(ctx context.Context, ms []seckill.Movement, now 
 		}
 	}
 	return s.InTx(ctx, func(ctx context.Context) error {
-		for len(rows) > 0 {
-			n := min(len(rows), maxRowsPerInsert)
-			chunk := rows[:n]
-			rows = rows[n:]
-			var b strings.Builder
-			args := make([]any, 0, 11*n)
-			b.WriteString(insertTransfersHead)
-			for i, r := range chunk {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
-				t := r.t
-				args = append(args, t.ID, r.movement, t.Kind, t.Amount, t.Debit, t.Credit, orNull(t.OrderID), orNull(t.TopupID),
-					orNull(t.PayoutID), t.At.UTC(), now.UTC())
-			}
-			b.WriteString(s.dialect.skipDuplicates)
-			if _, err := s.q(ctx).ExecContext(ctx, b.String(), args...); err != nil {
-				return failed(fmt.Sprintf("insert %d transfers", n), err)
-			}
+		err := insertRows(ctx, s, "transfers", insertTransfersHead, rows, func(r row) []any {
+			t := r.t
+			return []any{t.ID, r.movement, t.Kind, t.Amount, t.Debit, t.Credit, orNull(t.OrderID), orNull(t.TopupID),
+				orNull(t.PayoutID), t.At.UTC(), now.UTC()}
+		}, nil)
+		if err != nil {
+			return err
 		}
 		return s.setCharged(ctx, ms)
 	})

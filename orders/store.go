@@ -168,27 +168,42 @@ func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 }
 
 func (s *Store) insertOrders(ctx context.Context, os []seckill.Order) error {
-	for len(os) > 0 {
-		n := min(len(os), maxRowsPerInsert)
-		chunk := os[:n]
-		os = os[n:]
+	return insertRows(ctx, s, "orders", insertOrdersHead, os, func(o seckill.Order) []any {
+		return []any{o.ID, o.SaleID, o.UserID, o.RequestID, o.Qty, o.UnitPriceCents, o.AmountCents,
+			o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC()}
+	}, s.payCharged)
+}
+
+// insertRows writes items with head (an INSERT … VALUES without its
+// rows) in multi-row statements of maxRowsPerInsert at most, rows already
+// present (by primary or unique key) kept as they are; row gives an
+// item's values, one per column of head. after, if set, runs in the same
+// context once each statement's items are written.
+func insertRows[T any](ctx context.Context, s *Store, what, head string, items []T, row func(T) []any,
+	after func(context.Context, []T) error) error {
+	for len(items) > 0 {
+		n := min(len(items), maxRowsPerInsert)
+		chunk := items[:n]
+		items = items[n:]
 		var b strings.Builder
-		args := make([]any, 0, 11*n)
-		b.WriteString(insertOrdersHead)
-		for i, o := range chunk {
+		var args []any
+		b.WriteString(head)
+		for i, it := range chunk {
+			vs := row(it)
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
-			args = append(args, o.ID, o.SaleID, o.UserID, o.RequestID, o.Qty, o.UnitPriceCents, o.AmountCents,
-				o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC())
+			b.WriteString("(?" + strings.Repeat(",?", len(vs)-1) + ")")
+			args = append(args, vs...)
 		}
 		b.WriteString(s.dialect.skipDuplicates)
 		if _, err := s.q(ctx).ExecContext(ctx, b.String(), args...); err != nil {
-			return failed(fmt.Sprintf("insert %d orders", n), err)
+			return failed(fmt.Sprintf("insert %d %s", n, what), err)
 		}
-		if err := s.payCharged(ctx, chunk); err != nil {
-			return err
+		if after != nil {
+			if err := after(ctx, chunk); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

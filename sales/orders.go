@@ -71,7 +71,7 @@ func (s *Service) unpersisted(ctx context.Context, id, user string) (seckill.Ord
 	if sale == 0 {
 		return seckill.Order{}, seckill.ErrOrderNotFound
 	}
-	e, ok, err := s.stock.Accepted(ctx, sale, id, user)
+	e, _, ok, err := s.stock.Charging(ctx, sale, id, user)
 	if err != nil {
 		return seckill.Order{}, err
 	}

@@ -60,7 +60,6 @@ type Stock interface {
 	SetStatus(ctx context.Context, sale int64, action seckill.Action) (seckill.Status, error)
 	Stock(ctx context.Context, sale int64) (seckill.Stock, error)
 	Stocks(ctx context.Context, sales []int64) (map[int64]seckill.Stock, error)
-	Accepted(ctx context.Context, sale int64, orderID, user string) (seckill.Event, bool, error)
 	Charging(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, merchant int64, ok bool, err error)
 	Outcomes(ctx context.Context, sale int64) (map[string]int64, error)
 	FirstCapped(ctx context.Context, sale int64, n int64) ([]seckill.CappedUser, error)

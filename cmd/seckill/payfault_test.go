@@ -117,6 +117,17 @@ func (f *payFault) payAgain(t *testing.T, base string) {
 	wg.Wait()
 }
 
+// recover has every shopper pay again through base, checks the books
+// (check) and logs what the fault caught: paid, the payments answered 200
+// while it struck, inFlight those charged and not in the ledger after it.
+func (f *payFault) recover(t *testing.T, base string, paid map[string]bool, inFlight int, fault string) {
+	t.Helper()
+	f.payAgain(t, base)
+	f.check(t, paid)
+	t.Logf("%d of %d payments answered 200 %s, %d charged and not in the ledger yet; all paid once after the retries",
+		len(paid), payShoppers, fault, inFlight)
+}
+
 // charged counts the orders charged in Redis (paid) that the ledger does
 // not show paid yet (or does not hold yet): payments the fault caught on
 // their way to it.
@@ -180,10 +191,7 @@ func TestPaymentsSurviveServerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(second.Stop)
-	f.payAgain(t, "http://"+second.Addr)
-	f.check(t, paid)
-	t.Logf("%d of %d payments answered 200 before the SIGKILL, %d charged and not in the ledger yet; all paid once after the retries",
-		len(paid), payShoppers, inFlight)
+	f.recover(t, "http://"+second.Addr, paid, inFlight, "before the SIGKILL")
 }
 
 // TestPaymentsSurviveMySQLOutage: the shoppers pay through a `seckill
@@ -230,10 +238,7 @@ func TestPaymentsSurviveMySQLOutage(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == http.StatusOK, res.Status
 	})
-	f.payAgain(t, "http://"+child.Addr)
-	f.check(t, paid)
-	t.Logf("%d of %d payments answered 200 with MySQL cut a third of the way in, %d charged and not in the ledger yet; all paid once after the retries",
-		len(paid), payShoppers, inFlight)
+	f.recover(t, "http://"+child.Addr, paid, inFlight, "with MySQL cut a third of the way in")
 }
 
 // TestPaymentsSurviveRedisKill: the shoppers pay through a `seckill
@@ -264,8 +269,5 @@ func TestPaymentsSurviveRedisKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	inFlight := f.charged(t)
-	f.payAgain(t, "http://"+child.Addr)
-	f.check(t, paid)
-	t.Logf("%d of %d payments answered 200 before Redis was killed, %d charged and not in the ledger yet after its restart; all paid once after the retries",
-		len(paid), payShoppers, inFlight)
+	f.recover(t, "http://"+child.Addr, paid, inFlight, "before Redis was killed")
 }
