@@ -11,12 +11,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -469,8 +471,17 @@ func SharedRedisCluster(t testing.TB) *topology.RedisCluster {
 }
 
 // Main runs a package's tests and then stops the topologies they shared:
-// call it from TestMain.
+// call it from TestMain. A run about to reach its -timeout prints the
+// stacks of the goroutines in test code and exits first (see
+// dumpRunningTests).
 func Main(m interface{ Run() int }) int {
+	flag.Parse()
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok && d > time.Minute {
+			watchdog := time.AfterFunc(d-20*time.Second, func() { dumpRunningTests(d) })
+			defer watchdog.Stop()
+		}
+	}
 	code := m.Run()
 	sharedMu.Lock()
 	if sharedCluster != nil {
@@ -478,6 +489,26 @@ func Main(m interface{ Run() int }) int {
 	}
 	sharedMu.Unlock()
 	return code
+}
+
+// dumpRunningTests prints the stacks of the goroutines running test code
+// and exits. Go's own timeout panic names the running tests first and then
+// prints every goroutine: a log cut to its tail (as CI shows it) keeps
+// only the last, usually a pool's or a consumer's, never the test that
+// hung. This, printed 20 s before that panic, is all test code and last.
+func dumpRunningTests(timeout time.Duration) {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var b strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "_test.go:") {
+			b.WriteString(g)
+			b.WriteString("\n\n")
+		}
+	}
+	fmt.Fprintf(os.Stderr, "FAIL: servertest: the tests are about to reach -timeout %s; the goroutines in test code:\n\n%s"+
+		"FAIL: servertest: stopped before the timeout (the stacks above show what hung)\n", timeout, b.String())
+	os.Exit(3)
 }
 
 // Output collects what a child process writes to its stdout and stderr
