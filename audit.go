@@ -99,13 +99,16 @@ type AuditEntry struct {
 	IP            string
 }
 
-// AuditFilter selects audit rows, newest first: of one sale or actor (if
-// set), with ids below BeforeID (if set), at most Limit.
+// AuditFilter selects audit rows, newest first: of one sale, actor or
+// action, at or after Since and before Until (each if set), with ids below
+// BeforeID (if set), at most Limit.
 type AuditFilter struct {
-	SaleID   int64
-	Actor    string
-	BeforeID int64
-	Limit    int
+	SaleID       int64
+	Actor        string
+	Action       string
+	Since, Until time.Time
+	BeforeID     int64
+	Limit        int
 	// Owner, when set, keeps to the rows of that merchant.
 	Owner int64
 }

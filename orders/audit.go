@@ -76,6 +76,15 @@ func (s *Store) AuditLog(ctx context.Context, f seckill.AuditFilter) ([]seckill.
 	if f.Actor != "" {
 		q, args = q+` AND actor = ?`, append(args, f.Actor)
 	}
+	if f.Action != "" {
+		q, args = q+` AND action = ?`, append(args, f.Action)
+	}
+	if !f.Since.IsZero() {
+		q, args = q+` AND at >= ?`, append(args, f.Since.UTC())
+	}
+	if !f.Until.IsZero() {
+		q, args = q+` AND at < ?`, append(args, f.Until.UTC())
+	}
 	if f.Owner > 0 {
 		q, args = q+` AND owner = ?`, append(args, f.Owner)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +31,9 @@ type auditJSON struct {
 	IP     string          `json:"ip"`
 }
 
-// auditFilter reads GET /admin/api/audit's query: sale_id, actor,
-// before_id and limit (default audit.DefaultPage).
+// auditFilter reads GET /admin/api/audit's query: sale_id, actor, action,
+// since and until (RFC 3339), before_id and limit (default
+// audit.DefaultPage).
 func auditFilter(c *gin.Context) (seckill.AuditFilter, error) {
 	var f seckill.AuditFilter
 	var errs []seckill.FieldError
@@ -61,11 +63,35 @@ func auditFilter(c *gin.Context) (seckill.AuditFilter, error) {
 	if len(f.Actor) > identity.MaxEmail {
 		errs = append(errs, seckill.FieldError{Field: "actor", Message: fmt.Sprintf("must be at most %d characters", identity.MaxEmail)})
 	}
+	f.Action = c.Query("action")
+	if len(f.Action) > 32 || !auditAction.MatchString(f.Action) {
+		errs = append(errs, seckill.FieldError{Field: "action", Message: "must be an action's name, such as sale.patch"})
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := c.Query(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				errs = append(errs, seckill.FieldError{Field: p.name, Message: "must be a time such as 2026-12-03T18:00:00Z"})
+			}
+			*p.dst = t
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		errs = append(errs, seckill.FieldError{Field: "until", Message: "must be after since"})
+	}
 	if len(errs) > 0 {
 		return f, seckill.Invalid(errs...)
 	}
 	return f, nil
 }
+
+// auditAction is what an action filter may be: empty, or a name like the
+// audit log's (sale.patch, login.failed), at most its column's 32
+// characters.
+var auditAction = regexp.MustCompile(`^([a-z_]+(\.[a-z_]+)*)?$`)
 
 // AuditLog reads the audit log for the actor of ctx (audit.Service: which
 // rows and which addresses a reader sees is decided there, once for every

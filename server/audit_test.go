@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,32 @@ func TestEveryAdminChangeIsAudited(t *testing.T) {
 	}
 	if r := call(t, st.h, "GET", "/admin/api/audit?limit=0", nil, admin()); r.Status != 400 {
 		t.Errorf("limit 0: %v", r)
+	}
+	// Filters: by action, and by time (since inclusive, until exclusive).
+	paused := auditRows(t, st, fmt.Sprintf("?sale_id=%d&action=sale.pause", id))
+	if len(paused) != 1 || paused[0]["action"] != "sale.pause" {
+		t.Errorf("action filter: %v", paused)
+	}
+	at, err := time.Parse(time.RFC3339Nano, paused[0]["at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(since, until time.Time) string {
+		return fmt.Sprintf("?sale_id=%d&since=%s&until=%s", id, since.Format(time.RFC3339Nano), until.Format(time.RFC3339Nano))
+	}
+	if rows := auditRows(t, st, q(at, at.Add(time.Millisecond))); len(rows) == 0 || rows[len(rows)-1]["id"] != paused[0]["id"] {
+		t.Errorf("since the pause's time, until a millisecond later: %v", rows)
+	}
+	if rows := auditRows(t, st, q(at.Add(-time.Hour), at)); len(rows) == 0 || slices.ContainsFunc(rows, func(r map[string]any) bool {
+		return r["id"] == paused[0]["id"]
+	}) {
+		t.Errorf("until the pause's time holds it: %v", rows)
+	}
+	for _, bad := range []string{"action=sale.patch%27--", "action=Sale.Patch", "action=" + strings.Repeat("a", 33), "since=yesterday",
+		"since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z"} {
+		if r := call(t, st.h, "GET", "/admin/api/audit?"+bad, nil, admin()); r.Status != 400 || r.Body["error"] == nil {
+			t.Errorf("%s: %v", bad, r)
+		}
 	}
 	csv := call(t, st.h, "GET", fmt.Sprintf("/admin/api/audit?format=csv&sale_id=%d", id), nil, admin())
 	if csv.Status != 200 || !strings.HasPrefix(csv.Raw, "id,at,actor,role,action,sale_id,before,after,ip\n") ||
