@@ -269,7 +269,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	// The merchant logs in and creates a sale opening in 8 seconds.
 	admin := newTab(t, b, "admin", site.URL)
 	admin.logIn("#new-sale")
-	admin.newSaleForm("Midnight drop", "Keyboard K2", "4999", "3")
+	admin.newSaleForm("Midnight drop", "Keyboard K2", "49.99", "3")
 	// Field-level validation: a limit above the total is refused by the API
 	// and shown next to its field (the browser logs the 400 it answers).
 	admin.allowed = append(admin.allowed, "status of 400 (Bad Request)")
@@ -363,7 +363,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	admin.screenshot(dir, "admin-sales.png")
 
 	// Phone width.
-	bob.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#buy")))
+	bob.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#remaining")))
 	bob.waitJS("stock shown", `document.querySelector("#remaining").textContent === "0"`, 10*time.Second)
 	bob.screenshot(dir, "sale-phone.png")
 
@@ -496,8 +496,9 @@ func TestTicketsInBrowser(t *testing.T) {
 
 	admin := newTab(t, b, "tickets-admin", site.URL)
 	admin.logIn("#new-sale")
-	admin.newSaleForm("Bot-proof drop", "Console X", "49900", "10")
+	admin.newSaleForm("Bot-proof drop", "Console X", "499.00", "10")
 	admin.do("bot defence",
+		chromedp.Click(chromedp.CSS("#advanced summary")),
 		chromedp.Click(chromedp.CSS("#f-require_ticket")),
 		chromedp.SetValue(chromedp.CSS("#f-pow_difficulty"), fmt.Sprint(difficulty)),
 	)

@@ -47,7 +47,7 @@ func TestMerchantInBrowser(t *testing.T) {
 	}
 	m.screenshot(dir, "admin-form-empty.png")
 	m.do("fill", chromedp.SendKeys(chromedp.CSS("#f-name"), "Demo drop"), chromedp.SendKeys(chromedp.CSS("#f-item"), "Keyboard K2"),
-		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "4999"), chromedp.SendKeys(chromedp.CSS("#f-total"), "50"))
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "49.99"), chromedp.SendKeys(chromedp.CSS("#f-total"), "50"))
 	m.setWindow(-time.Minute)
 	m.do("create", chromedp.Click(chromedp.CSS("#save")))
 	id := m.dashboardSale()
@@ -56,10 +56,11 @@ func TestMerchantInBrowser(t *testing.T) {
 		t.Fatalf("the merchant's sale: %+v %v", sale, err)
 	}
 	m.do("edit the price", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d/edit", site.URL, id)), chromedp.WaitVisible(chromedp.CSS("#f-price_cents")),
-		chromedp.SetValue(chromedp.CSS("#f-price_cents"), "49"), chromedp.Click(chromedp.CSS("#save")))
+		chromedp.SetValue(chromedp.CSS("#f-price_cents"), "0.49"), chromedp.Click(chromedp.CSS("#save")))
 	m.waitJS("timeline", `document.querySelectorAll("#timeline [data-audit]").length === 2`, 10*time.Second)
 	timeline := m.text("#timeline tbody")
-	for _, want := range []string{"sale.patch", "price_cents: 4999", "price_cents: 49", "sale.create", "shop@merchant.example"} {
+	// Before → after of what changed, in the panel's words.
+	for _, want := range []string{"Edited the sale", "Price: $49.99 → $0.49", "Created the sale", "shop@merchant.example"} {
 		if !strings.Contains(timeline, want) {
 			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
 		}
@@ -73,7 +74,15 @@ func TestMerchantInBrowser(t *testing.T) {
 
 	// The operator sees the merchant's sale and its changes in the log.
 	op.do("audit log", chromedp.Navigate(site.URL+"/admin#/audit"), chromedp.WaitVisible(chromedp.CSS("[data-audit]")))
+	if text := op.eval(`document.querySelector("#app").innerText`); strings.Contains(text, "null") || strings.Contains(text, "merchant_id") {
+		t.Errorf("the audit log shows a raw value:\n%s", text)
+	}
 	op.screenshot(dir, "admin-audit.png")
+	// Filtered to the edits: only the price change is left.
+	op.do("filter", chromedp.SetValue(chromedp.CSS("#audit-action"), "sale.patch"), chromedp.Click(chromedp.CSS("#audit-apply")))
+	op.waitJS("filtered", `location.hash === "#/audit?action=sale.patch" && document.querySelectorAll("[data-audit]").length === 1`, 10*time.Second)
+	op.screenshot(dir, "admin-audit-filtered.png")
+	op.phone(func() { op.screenshot(dir, "admin-audit-phone.png") })
 
 	// At phone width.
 	m.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(site.URL+"/admin#/"), chromedp.WaitVisible(chromedp.CSS("#sales")))

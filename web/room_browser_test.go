@@ -31,7 +31,7 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 
 	admin := newTab(t, b, "room-admin", site.URL)
 	admin.logIn("#new-sale")
-	admin.newSaleForm("Queue drop", "Desk lamp", "1999", "1")
+	admin.newSaleForm("Queue drop", "Desk lamp", "19.99", "1")
 	admin.do("waiting room",
 		chromedp.Click(chromedp.CSS("#f-waiting_room")),
 		chromedp.SetValue(chromedp.CSS("#f-admit_per_second"), "2"),
@@ -54,7 +54,8 @@ func TestWaitingRoomInBrowser(t *testing.T) {
 	open := func(s *tab) {
 		s.signIn(s.name, fmt.Sprintf(`[data-sale="%d"]`, saleID))
 		s.do("open sale", chromedp.Navigate(salePage), chromedp.WaitVisible(chromedp.CSS("#room")))
-		s.waitJS("a place", `/^Place (about )?\d+ of \d+$/.test(document.querySelector("#room-place").textContent)`, 10*time.Second)
+		// Before the start no place is shown: it is drawn at the start.
+		s.waitJS("a place", `/^(Place (about )?\d+ of \d+|Your place is drawn at the start)$/.test(document.querySelector("#room-place").textContent)`, 10*time.Second)
 	}
 	open(bob)
 	early := time.Now().Before(sale.StartsAt)

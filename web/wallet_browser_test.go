@@ -82,7 +82,7 @@ func TestWalletInBrowser(t *testing.T) {
 	dana.do("buy two", chromedp.Click(chromedp.CSS(`[aria-label="more"]`)), chromedp.Click(chromedp.CSS("#buy")))
 	dana.waitJS("bought", `document.querySelector("#result-title")?.textContent === "You got it!"`, 10*time.Second)
 	dana.waitJS("wallet beside pay", `document.querySelector("#pay-wallet .purse")?.textContent === `+moneyJS(1000), 10*time.Second)
-	orderID := dana.text("#order-id")
+	orderID := dana.eval(`document.querySelector("#order-id").dataset.orderId`)
 	dana.do("pay", chromedp.Click(chromedp.CSS("#pay")))
 	dana.waitJS("too low", `document.querySelector("#insufficient #missing")?.textContent === `+moneyJS(4000)+
 		` && document.querySelector("#topup-missing").textContent.endsWith(`+moneyJS(4000)+`) && !document.querySelector("#pay").disabled`, 10*time.Second)

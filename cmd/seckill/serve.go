@@ -59,7 +59,10 @@ func migrate(ctx context.Context, cfg configs.Config) error {
 // taking requests and drain them, flush the relay, let the worker finish
 // its batch, close connections.
 func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error {
-	slog.Info("starting", "config", cfg)
+	// The whole configuration (secrets redacted) only at debug level: at
+	// info, one short line.
+	slog.Info("starting", "addr", cfg.HTTP.Addr, "embedded", cfg.Process.Embedded)
+	slog.Debug("configuration", "config", cfg)
 	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -163,7 +166,8 @@ func runWorker(ctx context.Context, cfg configs.Config, args []string) error {
 	if err := notEmbedded(cfg, "worker"); err != nil {
 		return err
 	}
-	slog.Info("starting worker", "config", cfg)
+	slog.Info("starting worker")
+	slog.Debug("configuration", "config", cfg)
 	sys, err := system.Open(ctx, cfg)
 	if err != nil {
 		return err

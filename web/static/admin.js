@@ -8,7 +8,7 @@
 // #/balance/{merchant id} (the operator).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
-  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText,
+  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText, cards, orderRef,
 } from "./common.js";
 import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
 
@@ -24,6 +24,8 @@ let me = null; // GET /admin/api/session: {role, actor, merchant_id?}
 
 function signedIn(session) {
   me = session && session.signed_in ? session : null;
+  // Logged out, the panel is its login page and nothing else.
+  $("#admin-nav").hidden = !me;
   $("#nav-merchants").hidden = !me || me.role !== "operator";
   if (!me) return $("#who").replaceChildren();
   $("#who").replaceChildren(...[
@@ -50,21 +52,41 @@ async function logout() {
   loginView();
 }
 
-// guard runs an admin call; a 401 sends the merchant to the login page.
+// guard runs an admin call; a 401 (the session ended) sends the merchant
+// to the login page, which comes back to the same page after login.
 async function guard(fn) {
   try {
     return await fn();
   } catch (e) {
     if (e.code === Code.Unauthenticated) {
+      const wasIn = !!me;
       signedIn(null);
-      loginView();
+      loginView(wasIn || !!loadDraft());
       return undefined;
     }
     throw e;
   }
 }
 
-function loginView() {
+// A form's input, kept (sessionStorage) from a submit the server refused
+// for an ended session until the merchant is back on the same page.
+const draftKey = "seckill.admin.draft";
+function saveDraft(values) {
+  try { sessionStorage.setItem(draftKey, JSON.stringify({ hash: location.hash, values })); } catch (e) { /* not kept */ }
+}
+function loadDraft() {
+  try {
+    const d = JSON.parse(sessionStorage.getItem(draftKey) || "null");
+    return d && d.hash === location.hash ? d.values : null;
+  } catch (e) {
+    return null;
+  }
+}
+function dropDraft() {
+  try { sessionStorage.removeItem(draftKey); } catch (e) { /* nothing kept */ }
+}
+
+function loginView(ended = false) {
   const v = pg.begin();
   nav("");
   const email = el("input", { type: "email", id: "email", autocomplete: "username", maxlength: "254" });
@@ -80,14 +102,16 @@ function loginView() {
       const body = email.value.trim() ? { email: email.value.trim(), password: pw.value, totp: code.value.trim() } : { password: pw.value };
       await api("POST", "/admin/api/login", body);
       await whoAmI();
-      if (location.hash === "#/") route();
-      else location.hash = "#/"; // hashchange routes
+      route(); // back to the page asked for, its form as it was typed
+
     } catch (e) {
       err.textContent = e.message;
     }
     submit.disabled = false;
   } },
   el("h1", {}, "Admin login"),
+  ended ? el("p", { class: "result warn", id: "session-ended", role: "status" },
+    "Your session has ended. Log in again to carry on: what you typed is kept.") : null,
   el("label", {}, "Email (merchants; empty for the operator)", email),
   el("label", {}, "Password", pw),
   el("label", {}, "Code from your authenticator app (if you enrolled one)", code),
@@ -96,10 +120,13 @@ function loginView() {
   email.focus();
 }
 
+// What an action's toast says once it is done.
+const actionDone = { pause: "Sale paused", resume: "Sale resumed", end: "Sale ended", restock: "Units added" };
+
 async function act(id, action, body) {
   try {
     const s = await guard(() => api("POST", `/admin/api/sales/${id}/${action}`, body));
-    if (s) toast(`Sale ${id}: ${action} done`);
+    if (s) toast(actionDone[action]);
     return s;
   } catch (e) {
     toast(errorText(e));
@@ -107,19 +134,36 @@ async function act(id, action, body) {
   }
 }
 
+// controls offers what a sale's status allows: Pause while it may sell,
+// Resume while paused, End and Restock until it has ended. End cannot be
+// undone, so it asks first. after runs once an action is done.
 function controls(sale, after) {
+  const box = el("div", { class: "actions", id: "controls", "data-status": sale.status });
+  const run = async (action, body) => { if (await act(sale.id, action, body)) after(); };
+  const button = (label, action, onclick = () => run(action), cls = "small") =>
+    el("button", { class: cls, type: "button", "data-action": action, onclick }, label);
   const qty = el("input", { type: "number", min: "1", value: "100", style: "width:6rem", id: `restock-qty-${sale.id}` });
-  const b = (label, action, show, cls = "small") => show
-    ? el("button", { class: cls, "data-action": action, onclick: async () => { if (await act(sale.id, action)) after(); } }, label)
-    : null;
-  return el("div", { class: "actions" },
-    b("Pause", "pause", sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut),
-    b("Resume", "resume", sale.status === Phase.Paused),
-    b("End", "end", sale.status !== Phase.Ended),
-    sale.status !== Phase.Ended ? el("span", { class: "row" }, el("label", { class: "inline", for: `restock-qty-${sale.id}` }, "Units to add"), qty,
-      el("button", { class: "small", "data-action": "restock", onclick: async () => {
-        if (await act(sale.id, "restock", { qty: Number(qty.value) })) after();
-      } }, "Restock")) : null);
+  const open = sale.status !== Phase.Ended;
+  const draw = () => box.replaceChildren(...[
+    sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut ? button("Pause", "pause") : null,
+    sale.status === Phase.Paused ? button("Resume", "resume") : null,
+    open ? button("End…", "end", confirmEnd) : null,
+    open ? el("span", { class: "row" }, el("label", { class: "inline", for: qty.id }, "Units to add"), qty,
+      button("Restock", "restock", () => run("restock", { qty: Number(qty.value) }))) : null,
+    open ? null : el("span", { class: "muted" }, "This sale has ended: nothing more can be done with it."),
+  ].filter(Boolean));
+  const confirmEnd = () => {
+    const yes = button("End the sale now", "end-confirmed", () => run("end"), "small danger");
+    box.replaceChildren(el("div", { class: "result warn", role: "alertdialog", id: "confirm-end",
+      "aria-labelledby": "confirm-end-title", "aria-describedby": "confirm-end-detail" },
+    el("div", { class: "title", id: "confirm-end-title" }, "End this sale now?"),
+    el("div", { class: "detail", id: "confirm-end-detail" },
+      "Shoppers can no longer buy, and an ended sale cannot be resumed. Orders already taken stay as they are."),
+    el("div", { class: "row", style: "margin-top:.5rem" }, yes, button("Keep it running", "end-cancel", draw))));
+    yes.focus();
+  };
+  draw();
+  return box;
 }
 
 async function salesView() {
@@ -139,18 +183,17 @@ async function salesView() {
     el("td", {}, el("span", { class: `badge ${s.status}` }, statusLabel[s.status])),
     el("td", {}, `${s.sold} / ${s.total}`,
       me && me.role === "operator" && s.merchant_id ? el("div", { class: "muted small" }, `merchant ${s.merchant_id}`) : null),
-    el("td", { class: "hide-narrow" }, money(s.price_cents)),
-    el("td", { class: "hide-narrow muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
+    el("td", {}, money(s.price_cents)),
+    el("td", { class: "muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
     el("td", {}, el("div", { class: "actions" },
       el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
       s.status !== Phase.Ended ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
   v.show(
     el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, me && me.role === "merchant" ? "My sales" : "Sales"),
       el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
-    sales.length ? el("div", { class: "table-wrap" }, el("table", { id: "sales" },
-      el("thead", {}, el("tr", {}, ["#", "Sale", "Status", "Sold", "Price", "Window", ""].map((h, i) =>
-        el("th", { class: i === 4 || i === 5 ? "hide-narrow" : null }, h)))),
-      el("tbody", {}, rows)))
+    sales.length ? el("div", { class: "table-wrap" }, cards(el("table", { id: "sales" },
+      el("thead", {}, el("tr", {}, ["#", "Sale", "Status", "Sold", "Price", "Window", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, rows))))
       : el("p", { class: "empty" }, "No sales yet. Create the first one."));
 }
 
@@ -159,6 +202,13 @@ function toLocalInput(iso) {
   const d = new Date(iso);
   const pad = (n) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// fieldMessage puts a server's message about a field in the form's
+// terms: its figures written as the reader writes numbers, a price's as
+// money.
+function fieldMessage(field, msg) {
+  return msg.replace(/\d{4,}/g, (n) => field === "price_cents" ? money(Number(n)) : Number(n).toLocaleString());
 }
 
 async function formView(id) {
@@ -175,19 +225,18 @@ async function formView(id) {
   }
   const start = new Date(serverNow() + 60_000);
   const started = !!sale && serverNow() >= Date.parse(sale.starts_at);
+  // Each field: its label, its input's attributes, and where it goes:
+  // the main part, the waiting room's (shown while the room is on), or
+  // "Advanced". price_cents is typed in the currency's units.
   const fields = {
     name: ["Sale name", { value: sale ? sale.name : "", maxlength: "200" }],
     item: ["Item", { value: sale ? sale.item : "", maxlength: "200" }],
-    price_cents: ["Price (cents)", { type: "number", min: "0", step: "1", value: sale ? sale.price_cents : "" }],
+    price_cents: [`Price (${currentCurrency()})`, { inputmode: "decimal", autocomplete: "off", placeholder: toUnits(1999),
+      value: sale ? toUnits(sale.price_cents) : "", "data-money": "1" }],
     total: ["Units for sale", { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
     per_user_limit: ["Limit per customer", { type: "number", min: "1", step: "1", value: sale ? sale.per_user_limit : "1" }],
-    buckets: ["Stock buckets (1–64; more spread a hot sale over Redis masters)",
-      { type: "number", min: "1", max: "64", step: "1", value: sale ? sale.buckets : "1", disabled: !!sale }],
     starts_at: ["Starts", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
     ends_at: ["Ends", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
-    require_ticket: ["Buys need a ticket (handed out once the sale opens)", { type: "checkbox", checked: !!(sale && sale.require_ticket) }],
-    pow_difficulty: ["Proof of work for a ticket (0–32 leading zero bits; 0 = off)",
-      { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0" }],
     verified_only: ["Verified shoppers only (a verified account or the shop's provider vouching for the email)",
       { type: "checkbox", checked: !!(sale && sale.verified_only) }],
     // The room is set up before the start; its rate may change any time.
@@ -195,27 +244,35 @@ async function formView(id) {
       { type: "checkbox", checked: !!(sale && sale.waiting_room), disabled: started }],
     queue_opens_at: ["Queue opens (empty: 15 min before the start)",
       { type: "datetime-local", step: "1", value: sale ? toLocalInput(sale.queue_opens_at) : "", disabled: started, "data-optional": "1",
-        "data-initial": sale ? toLocalInput(sale.queue_opens_at) : "" }],
-    admit_per_second: ["Shoppers let in a second (1–100000)",
-      { type: "number", min: "1", max: "100000", step: "1", value: sale ? sale.admit_per_second : "100" }],
+        "data-initial": sale ? toLocalInput(sale.queue_opens_at) : "", "data-group": "room" }],
+    admit_per_second: ["Shoppers let in each second",
+      { type: "number", min: "1", max: "100000", step: "1", value: sale ? sale.admit_per_second : "100", "data-group": "room" }],
+    buckets: ["Stock buckets (1–64): more spread a very hot sale over the shop's Redis servers",
+      { type: "number", min: "1", max: "64", step: "1", value: sale ? sale.buckets : "1", disabled: !!sale, "data-group": "advanced" }],
+    require_ticket: ["Buys need a ticket (handed out once the sale opens)",
+      { type: "checkbox", checked: !!(sale && sale.require_ticket), "data-group": "advanced" }],
+    pow_difficulty: ["Proof of work for a ticket (0 = off; each step doubles a shopper's work)",
+      { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0", "data-group": "advanced" }],
   };
   const inputs = {}, errs = {};
-  const labels = Object.entries(fields).map(([k, [label, attrs]]) => {
-    inputs[k] = el("input", { id: `f-${k}`, name: k, ...attrs });
-    errs[k] = el("span", { class: "err", id: `err-${k}` });
-    if (attrs.type === "checkbox") return el("label", { class: "check" }, inputs[k], label, errs[k]);
-    return el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]);
-  });
+  const groups = { main: [], room: [], advanced: [] };
+  for (const [k, [label, attrs]] of Object.entries(fields)) {
+    inputs[k] = el("input", { id: `f-${k}`, name: k, ...attrs, "aria-describedby": `err-${k}` });
+    errs[k] = el("span", { class: "err", id: `err-${k}`, "aria-live": "polite" });
+    groups[attrs["data-group"] || "main"].push(attrs.type === "checkbox"
+      ? el("label", { class: "check" }, inputs[k], label, errs[k])
+      : el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]));
+  }
   // The operator names whose sale it is (a merchant's are its own).
   if (me && me.role === "operator") {
     let list = { merchants: [] };
     try { list = (await guard(() => api("GET", "/admin/api/merchants"))) || list; } catch (e) { /* the operator's then */ }
     const current = sale ? sale.merchant_id : 0;
-    inputs.merchant_id = el("select", { id: "f-merchant_id", name: "merchant_id" },
+    inputs.merchant_id = el("select", { id: "f-merchant_id", name: "merchant_id", "aria-describedby": "err-merchant_id" },
       el("option", { value: "0", selected: current === 0 }, "The operator"),
       list.merchants.map((m) => el("option", { value: String(m.id), selected: current === m.id }, `${m.name} (${m.email})`)));
     errs.merchant_id = el("span", { class: "err", id: "err-merchant_id" });
-    labels.push(el("label", {}, "Merchant (whose sale it is)", inputs.merchant_id, errs.merchant_id));
+    groups.main.push(el("label", {}, "Merchant (whose sale it is)", inputs.merchant_id, errs.merchant_id));
   }
   // What a proof of work costs each shopper (and each bot account).
   const cost = el("span", { class: "muted", id: "pow-cost" });
@@ -223,65 +280,97 @@ async function formView(id) {
   inputs.pow_difficulty.addEventListener("input", showCost);
   showCost();
   errs.pow_difficulty.before(cost);
-  const formErr = el("div", { id: "form-error" });
+  // The room's settings show while the room is on.
+  const room = el("fieldset", { class: "full sub", id: "room-fields" }, el("legend", {}, "Waiting room"), groups.room);
+  const showRoom = () => { room.hidden = !inputs.waiting_room.checked; };
+  inputs.waiting_room.addEventListener("change", showRoom);
+  const advanced = el("details", { class: "full sub", id: "advanced" }, el("summary", {}, "Advanced: stock buckets, tickets, proof of work"),
+    el("div", { class: "sub-grid" }, groups.advanced));
+  // Input kept from a submit refused for an ended session.
+  const kept = loadDraft();
+  if (kept) {
+    for (const [k, val] of Object.entries(kept)) {
+      const input = inputs[k];
+      if (!input || input.disabled) continue;
+      if (input.type === "checkbox") input.checked = !!val; else input.value = val;
+    }
+    dropDraft(); // shown once: it is in the form now
+  }
+  showRoom();
+  showCost();
+  advanced.open = [inputs.buckets.value !== "1", inputs.require_ticket.checked, inputs.pow_difficulty.value !== "0"].some(Boolean);
+  const snapshot = () => Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.type === "checkbox" ? i.checked : i.value]));
+  const formErr = el("div", { id: "form-error", role: "alert" });
   const submit = el("button", { class: "primary", type: "submit", id: "save" }, sale ? "Save changes" : "Create sale");
+  const fail = (k, msg) => {
+    errs[k].textContent = msg;
+    inputs[k].classList.add("invalid");
+    inputs[k].setAttribute("aria-invalid", "true");
+  };
   const onsubmit = async (ev) => {
     ev.preventDefault();
-    for (const k in errs) { errs[k].textContent = ""; inputs[k].classList.remove("invalid"); }
+    for (const k in errs) { errs[k].textContent = ""; inputs[k].classList.remove("invalid"); inputs[k].removeAttribute("aria-invalid"); }
     formErr.replaceChildren();
     const body = {};
     for (const [k, input] of Object.entries(inputs)) {
-      if (input.disabled) continue;
+      // A hidden room's settings are not sent: the server keeps its own.
+      if (input.disabled || (input.dataset.group === "room" && room.hidden)) continue;
       const v = input.value.trim();
       if (input.type === "checkbox") {
         body[k] = input.checked;
       } else if (input.tagName === "SELECT") {
         body[k] = Number(input.value);
+      } else if (input.dataset.money) {
+        const n = parseUnits(v);
+        if (v === "") fail(k, "required");
+        else if (n === null) fail(k, `a price such as ${toUnits(1999)}`);
+        else body[k] = n;
       } else if (input.type === "number") {
-        if (v === "" || !Number.isInteger(Number(v))) {
-          errs[k].textContent = "must be a whole number";
-          input.classList.add("invalid");
-          continue;
-        }
-        body[k] = Number(v);
+        if (v === "") fail(k, "required");
+        else if (!Number.isInteger(Number(v))) fail(k, "a whole number");
+        else body[k] = Number(v);
       } else if (input.type === "datetime-local") {
         // Left as it was, the room's opening moves with the start. Compared
         // as times: the browser writes a whole minute without its ":00".
         const d = new Date(v);
         if (input.dataset.optional && (v === input.dataset.initial || d.getTime() === new Date(input.dataset.initial).getTime())) continue;
-        if (!v || Number.isNaN(d.getTime())) {
-          errs[k].textContent = "pick a date and time";
-          input.classList.add("invalid");
-          continue;
-        }
-        body[k] = d.toISOString();
+        if (!v || Number.isNaN(d.getTime())) fail(k, "pick a date and time");
+        else body[k] = d.toISOString();
+      } else if (v === "") {
+        fail(k, "required");
       } else {
-        if (v === "") {
-          errs[k].textContent = "required";
-          input.classList.add("invalid");
-          continue;
-        }
         body[k] = v;
       }
     }
-    if (Object.values(errs).some((e) => e.textContent)) return;
+    const bad = Object.keys(errs).filter((k) => errs[k].textContent);
+    if (bad.length) {
+      if (inputs[bad[0]].closest("details")) advanced.open = true;
+      return inputs[bad[0]].focus();
+    }
     submit.disabled = true;
+    saveDraft(snapshot());
     try {
       const saved = await guard(() => sale ? api("PATCH", `/admin/api/sales/${sale.id}`, body) : api("POST", "/admin/api/sales", body));
       if (saved) {
+        dropDraft();
         toast(sale ? "Saved" : `Sale ${saved.id} created`);
         location.hash = `#/sales/${saved.id}`;
       }
     } catch (e) {
-      for (const f of e.fields || []) {
-        if (errs[f.field]) { errs[f.field].textContent = f.message; inputs[f.field].classList.add("invalid"); }
+      dropDraft();
+      const mine = (e.fields || []).filter((f) => errs[f.field]);
+      for (const f of mine) fail(f.field, fieldMessage(f.field, f.message));
+      if (mine.length) {
+        if (inputs[mine[0].field].closest("details")) advanced.open = true;
+        inputs[mine[0].field].focus();
       }
-      if (!e.fields || !e.fields.length) formErr.replaceChildren(el("div", { class: "result bad" }, e.message));
+      if (mine.length < (e.fields || []).length || !mine.length) formErr.replaceChildren(el("div", { class: "result bad" }, e.message));
     }
     submit.disabled = false;
   };
   v.show(el("h1", {}, sale ? `Edit sale ${sale.id}` : "New sale"),
-    el("form", { class: "card sale-form", id: "sale-form", onsubmit, novalidate: true }, labels,
+    kept ? el("p", { class: "result warn", id: "draft-kept" }, "This is what you typed before your session ended: check it, then save.") : null,
+    el("form", { class: "card sale-form", id: "sale-form", onsubmit, novalidate: true }, groups.main, room, advanced,
       el("div", { class: "full" }, formErr),
       el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, "Cancel"))));
   inputs.name.focus();
@@ -371,6 +460,10 @@ async function dashboardView(id) {
   } catch (e) { /* the live figures alone */ }
   let prev = null;
   let stats = null;
+  // The status the controls were drawn for: render redraws them when the
+  // status changes, whoever changed it (a poll, a live frame, an action
+  // here or in another tab).
+  let drawn = null;
   // Places admitted a second, as measured between two polls.
   let admitRate = 0;
   // Answers may arrive after the merchant has left this view: drop them.
@@ -380,6 +473,10 @@ async function dashboardView(id) {
     if (!stats || !live) return;
     badge.className = `badge ${stats.status}`;
     badge.textContent = statusLabel[stats.status] || stats.status;
+    if (drawn !== stats.status) {
+      drawn = sale.status = stats.status;
+      ctl.replaceChildren(controls(sale, refresh));
+    }
     const d = stats.defence || {};
     const shown = { ...stats, ticket_refusals: (d.ticket_required || 0) + (d.ticket_invalid || 0),
       challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, bad_proofs: d.pow_invalid || 0 };
@@ -396,8 +493,10 @@ async function dashboardView(id) {
     dead.textContent = `${stats.dead_letters} message${stats.dead_letters === 1 ? "" : "s"} in the dead-letter queue ` +
       "(all sales): orders the worker could not write. See them with `seckill deadletters list`.";
     const now = serverNow();
-    when.textContent = now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
-      : now < Date.parse(sale.ends_at) ? `ends in ${duration(Date.parse(sale.ends_at) - now)}` : `ended ${localTime(sale.ends_at)}`;
+    const ends = Date.parse(sale.ends_at);
+    when.textContent = stats.status === Phase.Ended ? (now < ends ? "ended early" : `ended ${localTime(sale.ends_at)}`)
+      : now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
+        : now < ends ? `ends in ${duration(ends - now)}` : `ended ${localTime(sale.ends_at)}`;
   };
   const refresh = async () => {
     let s;
@@ -419,16 +518,11 @@ async function dashboardView(id) {
       admitRate = Math.max(0, Math.round((s.queue.admitted - prev.admitted) / Math.max(0.001, (t - prev.t) / 1000)));
     }
     prev = { t, outcomes: s.outcomes, admitted: s.queue ? s.queue.admitted : undefined };
-    const statusChanged = !stats || stats.status !== s.status;
     stats = s;
     sale.total = s.total;
     points.push({ t, sold: s.sold, remaining: s.remaining });
     if (points.length > 600) points.shift();
     chart(canvas, points, s.total);
-    if (statusChanged) {
-      sale.status = s.status;
-      ctl.replaceChildren(controls(sale, refresh));
-    }
     render();
   };
 
@@ -476,17 +570,57 @@ async function dashboardView(id) {
   }));
 }
 
-// auditList shows audit rows: when, who, what, and the fields before and
-// after.
+// The audit log's words: what each action is, and each field's label.
+const actionLabel = {
+  "sale.create": "Created the sale", "sale.patch": "Edited the sale", "sale.restock": "Restocked", "sale.pause": "Paused",
+  "sale.resume": "Resumed", "sale.end": "Ended the sale", login: "Logged in", "login.failed": "Failed login",
+  "merchant.create": "Added a merchant", "merchant.disable": "Disabled a merchant", "merchant.enable": "Enabled a merchant",
+  "merchant.payout_account": "Set a payout account", "order.refund": "Refunded an order", "payout.create": "Paid out",
+  "wallet.credit": "Credited a wallet",
+};
+const fieldLabel = {
+  name: "Name", item: "Item", price_cents: "Price", total: "Units for sale", per_user_limit: "Limit per customer",
+  starts_at: "Starts", ends_at: "Ends", status: "Status", buckets: "Stock buckets", require_ticket: "Tickets",
+  pow_difficulty: "Proof of work", verified_only: "Verified shoppers only", waiting_room: "Waiting room",
+  queue_opens_at: "Queue opens", admit_per_second: "Let in a second", merchant_id: "Merchant",
+};
+// A new sale's row holds every field: these say nothing when off.
+const quietWhenOff = (k, v, after) => (v === 0 || v === false || v === "") || (k === "buckets" && v === 1) ||
+  (k === "queue_opens_at" && after && !after.waiting_room) || (k === "admit_per_second" && after && !after.waiting_room);
+
+// fieldValue shows an audited value as the panel shows it elsewhere.
+function fieldValue(k, v) {
+  if (typeof v === "boolean") return v ? "on" : "off";
+  if (k === "price_cents") return money(v);
+  if (k === "status") return statusLabel[v] || v;
+  if (k === "merchant_id") return v ? `merchant ${v}` : "the operator";
+  if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return localTime(v);
+  return String(v);
+}
+
+// changes shows an audit row's fields: before → after of each that
+// changed; a new sale's settings that are on.
+function changes(r) {
+  const before = r.before || {}, after = r.after || {};
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((k) => r.before || !quietWhenOff(k, after[k], after));
+  if (!keys.length) return "";
+  return el("ul", { class: "changes" }, keys.map((k) => el("li", {}, el("span", { class: "muted" }, `${fieldLabel[k] || k}: `),
+    k in before ? [el("s", {}, userText(fieldValue(k, before[k]))), " → "] : null,
+    k in after ? el("strong", {}, userText(fieldValue(k, after[k]))) : "removed")));
+}
+
+// auditList shows audit rows: when (in the reader's time), who, what, and
+// the fields that changed.
 function auditList(rows, withSale) {
-  if (!rows.length) return el("p", { class: "muted" }, "Nothing recorded yet.");
-  const fields = (o) => o ? Object.entries(o).map(([k, v]) => `${k}: ${v}`).join(", ") : "";
-  return el("div", { class: "table-wrap" }, el("table", { class: "audit" },
-    el("thead", {}, el("tr", {}, ["When", "Who", "What", ...(withSale ? ["Sale"] : []), "Before", "After", "From"].map((h) => el("th", {}, h)))),
+  if (!rows.length) return el("p", { class: "muted", id: "audit-empty" }, "Nothing recorded yet.");
+  return el("div", { class: "table-wrap" }, cards(el("table", { class: "audit" },
+    el("thead", {}, el("tr", {}, ["When", "Who", "What", ...(withSale ? ["Sale"] : []), "Changes", "From"].map((h) => el("th", {}, h)))),
     el("tbody", {}, rows.map((r) => el("tr", { "data-audit": r.id },
       el("td", { class: "muted" }, localTime(r.at)), el("td", {}, userText(r.actor), el("div", { class: "muted small" }, r.role)),
-      el("td", { class: "mono" }, r.action), ...(withSale ? [el("td", {}, r.sale_id ? el("a", { href: `#/sales/${r.sale_id}` }, r.sale_id) : "")] : []),
-      el("td", { class: "muted" }, userText(fields(r.before))), el("td", {}, userText(fields(r.after))), el("td", { class: "muted mono" }, r.ip))))));
+      el("td", { title: r.action }, actionLabel[r.action] || r.action),
+      ...(withSale ? [el("td", {}, r.sale_id ? el("a", { href: `#/sales/${r.sale_id}` }, `Sale ${r.sale_id}`) : "")] : []),
+      el("td", {}, changes(r)), el("td", { class: "muted mono" }, r.ip)))))));
 }
 
 async function loadTimeline(box, id) {
@@ -499,24 +633,68 @@ async function loadTimeline(box, id) {
 }
 
 // auditView is the whole audit log (a merchant's: its sales and logins),
-// a page at a time, with a CSV export.
-async function auditView(before) {
+// a page at a time, filtered by sale, actor, action and dates (kept in
+// the route: #/audit?sale_id=…&action=…), with a CSV export.
+async function auditView(query) {
   const v = pg.begin();
   nav("audit");
+  const params = new URLSearchParams(query || "");
+  const filter = new URLSearchParams();
+  for (const k of ["sale_id", "actor", "action", "since", "until", "before_id"]) if (params.get(k)) filter.set(k, params.get(k));
   let a;
   try {
-    a = await guard(() => api("GET", `/admin/api/audit?limit=50${before ? `&before_id=${before}` : ""}`));
+    a = await guard(() => api("GET", `/admin/api/audit?limit=50&${filter}`));
   } catch (e) {
-    return v.show(el("p", { class: "result bad" }, e.message));
+    return v.show(el("h1", {}, "Audit log"), el("p", { class: "result bad", id: "audit-error" }, e.message),
+      el("a", { class: "button small", href: "#/audit" }, "Show everything"));
   }
   if (!a) return;
+  // The dates are days in the reader's time zone: from the start of
+  // "from" to the end of "to".
+  const day = (iso, end) => {
+    if (!iso) return "";
+    const d = new Date(iso);
+    if (end) d.setMilliseconds(d.getMilliseconds() - 1);
+    const pad = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  };
+  const f = {
+    sale_id: el("input", { id: "audit-sale", type: "number", min: "1", step: "1", value: params.get("sale_id") || "" }),
+    actor: el("input", { id: "audit-actor", maxlength: "254", value: params.get("actor") || "" }),
+    action: el("select", { id: "audit-action" }, el("option", { value: "" }, "Any"),
+      Object.entries(actionLabel).map(([k, label]) => el("option", { value: k, selected: params.get("action") === k }, label))),
+    since: el("input", { id: "audit-since", type: "date", value: day(params.get("since")) }),
+    until: el("input", { id: "audit-until", type: "date", value: day(params.get("until"), true) }),
+  };
+  const apply = (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const k of ["sale_id", "actor", "action"]) if (f[k].value.trim()) q.set(k, f[k].value.trim());
+    if (f.since.value) q.set("since", new Date(`${f.since.value}T00:00:00`).toISOString());
+    if (f.until.value) {
+      const d = new Date(`${f.until.value}T00:00:00`);
+      d.setDate(d.getDate() + 1);
+      q.set("until", d.toISOString());
+    }
+    location.hash = `#/audit?${q}`;
+  };
+  const more = new URLSearchParams(filter);
+  more.set("before_id", a.next_before_id || "");
+  const csv = new URLSearchParams(filter);
+  csv.set("format", "csv");
+  csv.set("limit", "500");
   v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Audit log"),
     el("div", { class: "actions" },
-      before ? el("a", { class: "button small", href: "#/audit", id: "audit-newest" }, "Newest") : null,
-      el("a", { class: "button small", href: `/admin/api/audit?format=csv&limit=500${before ? `&before_id=${before}` : ""}`,
-        download: "seckill-audit.csv", id: "audit-csv" }, "Export CSV (500 from here)"))),
+      filter.has("before_id") ? el("a", { class: "button small", href: "#/audit", id: "audit-newest" }, "Newest") : null,
+      el("a", { class: "button small", href: `/admin/api/audit?${csv}`, download: "seckill-audit.csv", id: "audit-csv" },
+        "Export CSV (500 from here)"))),
+  el("form", { class: "card filters", id: "audit-filters", onsubmit: apply },
+    el("label", {}, "Sale number", f.sale_id), el("label", {}, "Who (email, or operator)", f.actor),
+    el("label", {}, "What", f.action), el("label", {}, "From", f.since), el("label", {}, "To", f.until),
+    el("div", { class: "row" }, el("button", { class: "small", type: "submit", id: "audit-apply" }, "Filter"),
+      filter.toString() ? el("a", { href: "#/audit", class: "muted" }, "Clear") : null)),
   auditList(a.entries, true),
-  a.next_before_id ? el("a", { class: "button small", id: "audit-more", href: `#/audit/${a.next_before_id}` }, "Older entries") : null);
+  a.next_before_id ? el("a", { class: "button small", id: "audit-more", href: `#/audit?${more}` }, "Older entries") : null);
 }
 
 // merchantsView lets the operator create, disable and enable merchants.
@@ -542,7 +720,7 @@ async function merchantsView() {
   const err = el("div", { id: "m-error" });
   const create = el("button", { class: "primary", type: "submit", id: "m-create" }, "Create merchant");
   v.show(el("h1", {}, "Merchants"),
-    list.merchants.length ? el("div", { class: "table-wrap" }, el("table", { id: "merchants" },
+    list.merchants.length ? el("div", { class: "table-wrap" }, cards(el("table", { id: "merchants" },
       el("thead", {}, el("tr", {}, ["#", "Merchant", "Status", "Second factor", ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, list.merchants.map((m) => el("tr", { "data-merchant": m.id },
         el("td", {}, m.id), el("td", {}, el("strong", {}, userText(m.name)), el("div", { class: "muted" }, userText(m.email))),
@@ -553,7 +731,7 @@ async function merchantsView() {
             await guard(() => api("POST", `/admin/api/merchants/${m.id}/totp/reset`));
             merchantsView();
           } catch (e) { toast(e.message); }
-        } }, "Reset")) : "—"), el("td", {}, toggle(m)))))))
+        } }, "Reset")) : "—"), el("td", {}, toggle(m))))))))
       : el("p", { class: "empty" }, "No merchants yet."),
     el("h2", {}, "New merchant"),
     el("form", { class: "card sale-form", id: "merchant-form", onsubmit: async (ev) => {
@@ -787,8 +965,7 @@ async function balanceView(merchant) {
 function route() {
   const h = location.hash.replace(/^#/, "") || "/";
   let m;
-  if (h === "/audit") return auditView(0);
-  if ((m = h.match(/^\/audit\/(\d+)$/))) return auditView(Number(m[1]));
+  if ((m = h.match(/^\/audit(?:\?(.*))?$/))) return auditView(m[1]);
   if (h === "/merchants") return merchantsView();
   if (h === "/me") return meView();
   if (h === "/balance") return balanceView(0);

@@ -46,7 +46,9 @@ export function page(root) {
       return {
         current,
         show(...nodes) {
-          if (current()) root.replaceChildren(...nodes);
+          // A missing part (null, undefined, false) shows nothing, never
+          // the word "null".
+          if (current()) root.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
           return current();
         },
         keep(stop) {
@@ -56,6 +58,18 @@ export function page(root) {
       };
     },
   };
+}
+
+// cards makes a table readable on a phone: below 640 px each row is a
+// card and each cell shows its column's heading (data-label), so no
+// figure or action is cut off or hidden. Returns the table.
+export function cards(table) {
+  const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+  table.classList.add("cards");
+  for (const tr of table.querySelectorAll("tbody tr")) {
+    [...tr.children].forEach((td, i) => { if (heads[i]) td.dataset.label = heads[i]; });
+  }
+  return table;
 }
 
 // nav marks the header link of the current section.
@@ -207,7 +221,7 @@ export function statement(account, load, action = null) {
   let next = "", newest = null;
   const row = (t) => {
     const incoming = t.credit === account;
-    const ref = t.order_id ? ["order ", el("span", { class: "mono" }, t.order_id)]
+    const ref = t.order_id ? ["order ", orderRef(t.order_id)]
       : t.payout_id ? ["payout ", el("span", { class: "mono" }, t.payout_id)] : [];
     const act = action ? action(t) : null;
     return el("tr", { "data-transfer": t.id, "data-kind": t.kind },
@@ -301,6 +315,14 @@ export function duration(ms) {
   const pad = (n) => String(n).padStart(2, "0");
   const hms = h > 0 || d > 0 ? `${pad(h)}:${pad(m)}:${pad(s % 60)}` : `${pad(m)}:${pad(s % 60)}`;
   return d > 0 ? `${d}d ${hms}` : hms;
+}
+
+// orderRef shows an order by a short reference: the last 8 characters of
+// its id's random part, enough to tell a shopper's orders apart (and what
+// a merchant and a shopper read to each other); the whole id is its title
+// and its data-order-id.
+export function orderRef(id, attrs = {}) {
+  return el("span", { class: "mono ref", title: id, "data-order-id": id, ...attrs }, "#" + String(id).split("-")[0].slice(-8));
 }
 
 export const localTime = (iso) => new Date(iso).toLocaleString();

@@ -4,7 +4,7 @@
 // a top-up of what an order lacks, filled in).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
-  noteServerTime, serverNow, setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent,
+  noteServerTime, serverNow, setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, orderRef, cards,
 } from "./common.js";
 import { Code, Local, Phase, QueueStatus, OrderStatus, TopupStatus } from "./codes.js";
 import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
@@ -173,38 +173,52 @@ async function salesView() {
   } catch (e) {
     return v.show(el("p", { class: "result bad" }, e.message));
   }
-  if (!list.length) return v.show(el("h1", {}, "Flash sales"), el("p", { class: "empty" }, "No sales right now. Come back soon."));
-  const cards = list.map((s) => {
+  // Ended sales go under "Past", newest first, without a stock bar.
+  const past = list.filter((s) => liveStatus(s) === Phase.Ended).sort((a, b) => Date.parse(b.ends_at) - Date.parse(a.ends_at));
+  const live = list.filter((s) => liveStatus(s) !== Phase.Ended);
+  const cards = live.map((s) => {
     const badge = el("span", { class: "badge" });
     const when = el("span", { class: "muted" });
     const fill = el("div");
     const left = el("span");
+    const of = el("span");
     const card = el("a", { class: "card sale-card", href: `#/sales/${s.id}`, "data-sale": s.id },
       el("div", { class: "row" }, badge, when),
       el("div", { class: "item" }, userText(s.item)),
       el("div", { class: "muted" }, userText(s.name)),
       el("div", { class: "price" }, money(s.price_cents)),
       el("div", { class: "bar" }, fill),
-      el("div", { class: "stock-line" }, left, el("span", {}, `of ${s.total}`)));
+      el("div", { class: "stock-line" }, left, of));
     const paint = () => {
       const st = liveStatus(s);
       badge.className = `badge ${st}`;
       badge.textContent = statusLabel[st];
       when.textContent = st === Phase.Scheduled ? `starts in ${duration(Date.parse(s.starts_at) - serverNow())}`
         : st === Phase.Active ? `ends in ${duration(Date.parse(s.ends_at) - serverNow())}` : "";
-      fill.style.width = `${(100 * s.remaining) / s.total}%`;
-      left.textContent = `${s.remaining} left`;
+      fill.style.width = `${Math.min(100, (100 * s.remaining) / Math.max(1, s.total))}%`;
+      left.textContent = st === Phase.SoldOut ? "none left" : `${s.remaining} left`;
+      of.textContent = `of ${s.total}`;
     };
     v.keep(ticker(paint, 500));
     return card;
   });
-  v.show(el("h1", {}, "Flash sales"), el("div", { class: "grid" }, cards));
+  const pastCards = past.map((s) => el("a", { class: "card sale-card past", href: `#/sales/${s.id}`, "data-sale": s.id },
+    el("div", { class: "row" }, el("span", { class: `badge ${Phase.Ended}` }, statusLabel[Phase.Ended]),
+      // Ended early, a sale has no closing time to show.
+      Date.parse(s.ends_at) <= serverNow() ? el("span", { class: "muted" }, localTime(s.ends_at)) : null),
+    el("div", { class: "item" }, userText(s.item)),
+    el("div", { class: "muted" }, userText(s.name)),
+    el("div", { class: "muted" }, `${s.total - s.remaining} of ${s.total} sold`)));
+  v.show(el("h1", {}, "Flash sales"),
+    cards.length ? el("div", { class: "grid", id: "live-sales" }, cards)
+      : el("p", { class: "empty" }, "No sales right now. Come back soon."),
+    pastCards.length ? el("details", { class: "past-sales", id: "past-sales" },
+      el("summary", {}, `Past sales (${pastCards.length})`), el("div", { class: "grid" }, pastCards)) : null);
 }
 
 // The title of each refusal a buy can get, and whether it is final (bad)
 // or may pass (warn); the detail is the server's message.
 const outcomes = new Map([
-  [Code.SoldOut, ["bad", "Sold out"]],
   [Code.LimitExceeded, ["warn", "Limit reached"]],
   [Code.NotStarted, ["warn", "Not started yet"]],
   [Code.Ended, ["bad", "Sale ended"]],
@@ -222,8 +236,16 @@ const outcomes = new Map([
 ]);
 
 function outcome(e, sale) {
+  // The page shows a sale sold out already: the refusal says no more.
+  if (e.code === Code.SoldOut) {
+    return sale.remaining > 0 ? { kind: "warn", title: "Not enough left", detail: `Only ${sale.remaining} left: choose fewer.` }
+      : { kind: "bad", title: "Too late", detail: "Every unit was taken just before your order." };
+  }
   const [kind, title] = outcomes.get(e.code) || ["bad", "Something went wrong"];
-  const detail = e.code === Code.LimitExceeded ? `${e.message} (${sale.per_user_limit} per customer)` : e.message;
+  const detail = e.code === Code.LimitExceeded ? `You have bought your limit of ${sale.per_user_limit}.`
+    // The API's message names its route, for programs; a shopper waits here.
+    : e.code === Code.PassRequired ? "This sale lets shoppers in through its waiting room: keep this page open until your turn."
+      : e.message;
   return { kind, title, detail };
 }
 
@@ -332,9 +354,15 @@ async function saleView(id) {
   const mode = el("span", { class: "mode", id: "mode" }, "connecting");
   const countdownLabel = el("div", { class: "muted", id: "countdown-label" });
   const countdown = el("div", { class: "countdown", id: "countdown" });
+  const ofTotal = el("span", { id: "total" });
+  // What this shopper holds of the sale (orders not cancelled): the cap
+  // counts them, so the page offers only what is left of it.
+  let bought = 0;
+  const mine = el("span", { class: "muted", id: "yours" });
+  const allowed = () => Math.max(0, Math.min(sale.per_user_limit - bought, sale.remaining));
   let qty = 1;
   const qtyOut = el("output", { id: "qty" }, "1");
-  const setQty = (n) => { qty = Math.max(1, Math.min(sale.per_user_limit, n)); qtyOut.textContent = qty; paint(); };
+  const setQty = (n) => { qty = Math.max(1, Math.min(allowed(), n)); qtyOut.textContent = qty; paint(); };
   const minus = el("button", { type: "button", "aria-label": "fewer", onclick: () => setQty(qty - 1) }, "−");
   const plus = el("button", { type: "button", "aria-label": "more", onclick: () => setQty(qty + 1) }, "+");
   const buy = el("button", { class: "primary big", id: "buy", disabled: true }, "Buy now");
@@ -346,12 +374,15 @@ async function saleView(id) {
   let verifying = "";
   const room = sale.waiting_room ? waitingRoom(sale, () => paint()) : null;
 
+  const qtyRow = el("div", { class: "row", id: "qty-row" }, el("span", { class: "muted" }, "Quantity"),
+    el("div", { class: "qty" }, minus, qtyOut, plus));
   const paint = () => {
     const st = liveStatus(sale);
     badge.className = `badge ${st}`;
     badge.textContent = statusLabel[st];
-    fill.style.width = `${(100 * sale.remaining) / sale.total}%`;
+    fill.style.width = `${Math.min(100, (100 * sale.remaining) / Math.max(1, sale.total))}%`;
     left.textContent = sale.remaining;
+    ofTotal.textContent = `of ${sale.total}`;
     const now = serverNow();
     if (st === Phase.Scheduled) {
       countdownLabel.textContent = "Starts in";
@@ -360,16 +391,38 @@ async function saleView(id) {
       countdownLabel.textContent = "Ends in";
       countdown.textContent = duration(Date.parse(sale.ends_at) - now);
     } else {
-      countdownLabel.textContent = st === Phase.SoldOut ? "Every unit is taken" : "This sale is over";
-      countdown.textContent = statusLabel[st];
+      // The badge says "Sold out" or "Ended": this says what it means.
+      countdownLabel.textContent = "";
+      countdown.textContent = st === Phase.SoldOut ? "Every unit is taken" : "This sale is over";
     }
     when.textContent = `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`;
+    const over = st === Phase.SoldOut || st === Phase.Ended;
+    const atLimit = bought >= sale.per_user_limit;
+    qty = Math.max(1, Math.min(allowed(), qty));
+    qtyOut.textContent = qty;
+    mine.textContent = bought > 0 ? `You bought ${bought} of your limit of ${sale.per_user_limit}.`
+      : `Limit: ${sale.per_user_limit} per customer.`;
+    qtyRow.hidden = over || atLimit || sale.per_user_limit === 1;
     minus.disabled = qty <= 1;
-    plus.disabled = qty >= sale.per_user_limit;
+    plus.disabled = qty >= allowed();
     if (room) room.paint(now);
-    buy.hidden = room ? !room.admitted() : false;
-    buy.disabled = inFlight || st !== Phase.Active || now < retryAt || qty > sale.remaining;
-    buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}` : "Buy now";
+    buy.hidden = over || (room ? !room.admitted() : false);
+    buy.disabled = inFlight || st !== Phase.Active || now < retryAt || atLimit || qty > sale.remaining;
+    buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}`
+      : atLimit ? "You have your limit" : "Buy now";
+  };
+
+  // countBought reads the shopper's orders of this sale (the ledger's;
+  // one just bought counts from its answer until the ledger has it).
+  const own = new Map(); // order id -> qty, of buys made on this page
+  const countBought = async () => {
+    if (!me) return;
+    let listed = [];
+    try { listed = (await api("GET", "/api/orders")).orders.filter((o) => o.sale_id === sale.id); } catch (e) { return; }
+    const ids = new Set(listed.map((o) => o.order_id));
+    bought = listed.filter((o) => o.status !== OrderStatus.Cancelled).reduce((n, o) => n + o.qty, 0) +
+      [...own].filter(([id]) => !ids.has(id)).reduce((n, [, q]) => n + q, 0);
+    paint();
   };
 
   const showResult = (kind, title, ...detail) => {
@@ -379,12 +432,14 @@ async function saleView(id) {
 
   const succeeded = async (r) => {
     sale.remaining = Math.min(sale.remaining, r.remaining);
+    own.set(r.order_id, r.qty);
+    bought += r.qty;
     const pay = el("button", { class: "primary", id: "pay" }, "Pay now");
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
     const purse = el("div", { class: "muted", id: "pay-wallet" });
     const note = el("div", { id: "pay-note" });
     showResult("good", "You got it!",
-      el("div", {}, `Order `, el("span", { class: "mono", id: "order-id" }, r.order_id), ` · ${r.qty} × ${money(sale.price_cents)}`),
+      el("div", {}, `Order `, orderRef(r.order_id, { id: "order-id" }), ` · ${r.qty} × ${money(sale.price_cents)}`),
       el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left),
       purse, note);
     let order = null;
@@ -405,7 +460,7 @@ async function saleView(id) {
       const { paid, error } = await payOrder(r.order_id, amount, note, purse);
       if (paid) {
         stop();
-        showResult("good", "Paid — thank you!", el("div", {}, "Order ", el("span", { class: "mono" }, r.order_id), " is paid from your wallet."));
+        showResult("good", "Paid — thank you!", el("div", {}, "Order ", orderRef(r.order_id), " is paid from your wallet."));
       } else {
         pay.disabled = error.code === Code.OrderCancelled || (expires > 0 && expires <= serverNow());
       }
@@ -461,9 +516,10 @@ async function saleView(id) {
       renderWho();
       return signInView(() => route());
     } else {
+      if (err.code === Code.SoldOut) sale.remaining = Math.min(sale.remaining, qty - 1);
       const o = outcome(err, sale);
       if (err.code === Code.RateLimited) retryAt = serverNow() + 1000 * (err.retryAfter || 1);
-      if (err.code === Code.SoldOut) sale.remaining = Math.min(sale.remaining, qty - 1);
+      if (err.code === Code.LimitExceeded) countBought();
       showResult(o.kind, o.title, o.detail);
     }
     paint();
@@ -478,18 +534,22 @@ async function saleView(id) {
     el("section", { class: "card buy-box" },
       el("div", {}, countdownLabel, countdown),
       el("div", { class: "bar" }, fill),
-      el("div", { class: "stock-line" }, el("span", {}, left, " left"), el("span", {}, `of ${sale.total}`)),
-      el("div", { class: "row" }, el("span", { class: "muted" }, "Quantity"), el("div", { class: "qty" }, minus, qtyOut, plus),
-        el("span", { class: "muted" }, `max ${sale.per_user_limit} per customer`)),
+      el("div", { class: "stock-line" }, el("span", {}, left, " left"), ofTotal),
+      qtyRow,
+      mine,
       sale.verified_only ? el("p", { class: "muted", id: "verified-only" },
         me && me.verified ? "For verified shoppers only: you are one." : "For verified shoppers only: sign in with a verified account to buy.") : null,
       room ? room.box : null,
       buy,
       result,
       when)));
+  countBought();
   v.keep(watchStock(id, (m) => {
     sale.remaining = m.remaining;
     sale.status = m.status;
+    // A restock raises the total; a poll's answer carries the limit too.
+    if (m.total) sale.total = m.total;
+    if (m.per_user_limit) sale.per_user_limit = m.per_user_limit;
     // A merchant may move the window: countdowns follow.
     if (m.starts_at) sale.starts_at = m.starts_at;
     if (m.ends_at) sale.ends_at = m.ends_at;
@@ -625,6 +685,13 @@ function waitingRoom(sale, repaint) {
       ahead.textContent = r.token ? "You may buy now." : "Fetching your pass…";
       wait.textContent = "";
       note.textContent = "";
+    } else if (r.provisional && now < start) {
+      // Places are drawn at the start: any figure now would be a guess.
+      title.textContent = "You're in the queue";
+      place.textContent = "Your place is drawn at the start";
+      ahead.textContent = `${r.size} ${r.size === 1 ? "shopper" : "shoppers"} in the queue so far`;
+      wait.textContent = `starts in ${duration(start - now)}`;
+      note.textContent = "Everyone who joins before the start gets a random place then: no need to hurry or refresh.";
     } else {
       const secs = left / r.rate + (now < start ? (start - now) / 1000 : 0);
       const about = r.provisional && now >= start ? "about " : "";
@@ -634,7 +701,7 @@ function waitingRoom(sale, repaint) {
       wait.textContent = `about ${duration(secs * 1000)}`;
       note.textContent = now < start
         ? "Everyone who joins before the start gets a random place at the start: no need to hurry or refresh."
-        : `${r.rate} shoppers are let in each second. Keep this page open.`;
+        : `${r.rate} ${r.rate === 1 ? "shopper is" : "shoppers are"} let in each second. Keep this page open.`;
     }
   };
   r.box = el("div", { class: "room", id: "room" }, title, place, ahead, wait, note, join);
@@ -694,7 +761,7 @@ async function ordersView() {
       } else if (error.code === Code.OrderRefunded) {
         o.status = OrderStatus.Refunded;
       } else if (error.code === Code.InsufficientFunds) {
-        note.querySelector(".title")?.append(` for order ${o.order_id}`);
+        note.querySelector(".title")?.append(" for order ", orderRef(o.order_id));
       }
       pay.disabled = false;
       paint();
@@ -703,14 +770,13 @@ async function ordersView() {
     return el("tr", { "data-order": o.order_id },
       el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, o.sale_name ? userText(o.sale_name) : `Sale ${o.sale_id}`),
         o.item ? el("div", { class: "muted small" }, userText(o.item)) : null),
-      el("td", { class: "mono hide-narrow" }, o.order_id),
+      el("td", {}, orderRef(o.order_id)),
       el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
       el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
   });
-  v.show(el("h1", {}, "My orders"), purse, note, el("div", { class: "table-wrap", style: "margin-top:.6rem" }, el("table", {},
-    el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h, i) =>
-      el("th", { class: i === 1 || i === 5 ? "hide-narrow" : null }, h)))),
-    el("tbody", {}, rows))));
+  v.show(el("h1", {}, "My orders"), purse, note, el("div", { class: "table-wrap", style: "margin-top:.6rem" }, cards(el("table", { id: "orders" },
+    el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows)))));
 }
 
 // The last top-up started here (sessionStorage): its id, amount, page at
