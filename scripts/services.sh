@@ -34,6 +34,7 @@ command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need
 command -v wrk >/dev/null || need+=(wrk) # the benchmark suite's outside load generator
 command -v promtool >/dev/null || need+=(prometheus) # promtool tests the alert rules; the dashboard test runs a Prometheus
 command -v docker-compose >/dev/null || need+=(docker-compose) # only to check docker-compose.yml parses (no engine runs here)
+command -v npm >/dev/null || need+=(npm) # fetches axe-core, which the browser tests run in each page
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     cat >&2 <<MSG
@@ -62,6 +63,14 @@ if ! command -v stripe-mock >/dev/null; then
   log "installing stripe-mock"
   GOBIN=/usr/local/bin go install github.com/stripe/stripe-mock@v0.203.0 2>/dev/null ||
     go install github.com/stripe/stripe-mock@v0.203.0
+fi
+
+# axe-core (the accessibility checker the browser tests inject into each
+# page) comes from npm, into .cache/ of the checkout (git-ignored).
+axe_dir="$(cd "$(dirname "$0")/.." && pwd)/.cache/npm"
+if [[ ! -f $axe_dir/node_modules/axe-core/axe.min.js ]]; then
+  log "installing axe-core"
+  npm install --silent --no-audit --no-fund --prefix "$axe_dir" axe-core@4.14.1 >/dev/null
 fi
 
 if ! redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; then

@@ -15,7 +15,9 @@ import (
 // TestMerchantInBrowser: the operator creates a merchant in the panel;
 // the merchant logs in with its email, creates a sale and edits its
 // price; the sale's history of changes shows both, in its name; an empty
-// form flags every required field; the pages at phone width.
+// form flags every required field; a taken email is refused beside its
+// field; the audit log shows no raw value and filters; the pages at phone
+// width.
 func TestMerchantInBrowser(t *testing.T) {
 	env := servertest.New(t)
 	srv := env.Server(t, nil)
@@ -31,6 +33,19 @@ func TestMerchantInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#m-password"), "a good long password"),
 		chromedp.Click(chromedp.CSS("#m-create")), chromedp.WaitVisible(chromedp.CSS("[data-merchant]")))
 	op.screenshot(dir, "admin-merchants.png")
+	// The same email again: the refusal sits beside the email in the
+	// operator's words, and no "created" word is left showing.
+	op.allowed = append(op.allowed, "status of 409 (Conflict)")
+	op.do("taken email", chromedp.SendKeys(chromedp.CSS("#m-email"), "shop@merchant.example"),
+		chromedp.SendKeys(chromedp.CSS("#m-name"), "Copy Shop"),
+		chromedp.SendKeys(chromedp.CSS("#m-password"), "another long password"),
+		chromedp.Click(chromedp.CSS("#m-create")))
+	op.waitJS("taken", `document.querySelector("#err-m-email").textContent.includes("already uses this email") &&
+		!document.querySelector("#m-error").textContent && !document.querySelector(".toast")?.textContent.includes("created")`, 10*time.Second)
+	if text := op.eval(`document.querySelector("#app").innerText`); strings.Contains(text, "sign in instead") {
+		t.Errorf("the operator is told to sign in instead:\n%s", text)
+	}
+	op.screenshot(dir, "admin-merchant-taken.png")
 
 	m := newTab(t, b, "merchant", site.URL)
 	m.do("log in by email", chromedp.Navigate(site.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS("#email")),

@@ -14,7 +14,14 @@ import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
 
 const pg = page($("#app"));
 
+// clearToasts removes what toasts still show: they told of an earlier
+// action.
+function clearToasts() {
+  for (const t of document.querySelectorAll(".toast")) t.remove();
+}
+
 function toast(msg) {
+  clearToasts(); // the newest word replaces an older one still showing
   const t = el("div", { class: "toast", role: "status" }, msg);
   document.body.append(t);
   setTimeout(() => t.remove(), 3000);
@@ -61,7 +68,7 @@ async function guard(fn) {
     if (e.code === Code.Unauthenticated) {
       const wasIn = !!me;
       signedIn(null);
-      loginView(wasIn || !!loadDraft());
+      loginView(loadDraft() ? "kept" : wasIn ? "ended" : "");
       return undefined;
     }
     throw e;
@@ -72,12 +79,16 @@ async function guard(fn) {
 // for an ended session until the merchant is back on the same page.
 const draftKey = "seckill.admin.draft";
 function saveDraft(values) {
-  try { sessionStorage.setItem(draftKey, JSON.stringify({ hash: location.hash, values })); } catch (e) { /* not kept */ }
+  try {
+    sessionStorage.setItem(draftKey, JSON.stringify({ hash: location.hash, actor: me ? me.actor : "", values }));
+  } catch (e) { /* not kept */ }
 }
+// loadDraft is the input kept for this page, if whoever is signed in now
+// (anyone, while nobody is) typed it.
 function loadDraft() {
   try {
     const d = JSON.parse(sessionStorage.getItem(draftKey) || "null");
-    return d && d.hash === location.hash ? d.values : null;
+    return d && d.hash === location.hash && (!me || d.actor === me.actor) ? d.values : null;
   } catch (e) {
     return null;
   }
@@ -86,7 +97,9 @@ function dropDraft() {
   try { sessionStorage.removeItem(draftKey); } catch (e) { /* nothing kept */ }
 }
 
-function loginView(ended = false) {
+// loginView is the panel's login; ended says why it shows: "ended" (the
+// session ended) or "kept" (and a form's input waits for the login).
+function loginView(ended = "") {
   const v = pg.begin();
   nav("");
   const email = el("input", { type: "email", id: "email", autocomplete: "username", maxlength: "254" });
@@ -111,7 +124,8 @@ function loginView(ended = false) {
   } },
   el("h1", {}, "Admin login"),
   ended ? el("p", { class: "result warn", id: "session-ended", role: "status" },
-    "Your session has ended. Log in again to carry on: what you typed is kept.") : null,
+    ended === "kept" ? "Your session has ended. Log in again to carry on: what you typed is kept."
+      : "Your session has ended. Log in again to carry on.") : null,
   el("label", {}, "Email (merchants; empty for the operator)", email),
   el("label", {}, "Password", pw),
   el("label", {}, "Code from your authenticator app (if you enrolled one)", code),
@@ -208,6 +222,7 @@ function toLocalInput(iso) {
 // terms: its figures written as the reader writes numbers, a price's as
 // money.
 function fieldMessage(field, msg) {
+  if (field.endsWith("_at")) return msg; // its figures are years
   return msg.replace(/\d{4,}/g, (n) => field === "price_cents" ? money(Number(n)) : Number(n).toLocaleString());
 }
 
@@ -460,9 +475,9 @@ async function dashboardView(id) {
   } catch (e) { /* the live figures alone */ }
   let prev = null;
   let stats = null;
-  // The status the controls were drawn for: render redraws them when the
-  // status changes, whoever changed it (a poll, a live frame, an action
-  // here or in another tab).
+  // What the controls were drawn to offer: render redraws them when the
+  // status changes that, whoever changed it (a poll, a live frame, an
+  // action here or in another tab).
   let drawn = null;
   // Places admitted a second, as measured between two polls.
   let admitRate = 0;
@@ -473,8 +488,12 @@ async function dashboardView(id) {
     if (!stats || !live) return;
     badge.className = `badge ${stats.status}`;
     badge.textContent = statusLabel[stats.status] || stats.status;
-    if (drawn !== stats.status) {
-      drawn = sale.status = stats.status;
+    // Redrawn when what may be done changes (not for scheduled → on sale,
+    // say), so an open confirmation or a typed quantity stays.
+    sale.status = stats.status;
+    const offer = stats.status === Phase.Ended || stats.status === Phase.Paused ? stats.status : "open";
+    if (drawn !== offer) {
+      drawn = offer;
       ctl.replaceChildren(controls(sale, refresh));
     }
     const d = stats.defence || {};
@@ -551,7 +570,7 @@ async function dashboardView(id) {
       capped),
     el("h2", {}, "Progress"),
     el("div", { class: "card" }, canvas,
-      el("div", { class: "muted" }, el("span", { style: "color:#e0312f" }, "■ sold"), "  ", el("span", { style: "color:#9aa3b2" }, "■ remaining"))),
+      el("div", { class: "muted" }, el("span", {}, el("span", { style: "color:#e0312f", "aria-hidden": "true" }, "■"), " sold"), "  ", el("span", {}, el("span", { style: "color:#9aa3b2", "aria-hidden": "true" }, "■"), " remaining"))),
     el("h2", {}, "Controls"),
     el("div", { class: "card" }, ctl),
     el("h2", {}, "History of changes"),
@@ -576,7 +595,7 @@ const actionLabel = {
   "sale.resume": "Resumed", "sale.end": "Ended the sale", login: "Logged in", "login.failed": "Failed login",
   "merchant.create": "Added a merchant", "merchant.disable": "Disabled a merchant", "merchant.enable": "Enabled a merchant",
   "merchant.payout_account": "Set a payout account", "order.refund": "Refunded an order", "payout.create": "Paid out",
-  "wallet.credit": "Credited a wallet",
+  "wallet.credit": "Credited a wallet", "totp.enrol": "Set up a second factor", "totp.reset": "Reset a second factor",
 };
 const fieldLabel = {
   name: "Name", item: "Item", price_cents: "Price", total: "Units for sale", per_user_limit: "Limit per customer",
@@ -591,7 +610,7 @@ const quietWhenOff = (k, v, after) => (v === 0 || v === false || v === "") || (k
 // fieldValue shows an audited value as the panel shows it elsewhere.
 function fieldValue(k, v) {
   if (typeof v === "boolean") return v ? "on" : "off";
-  if (k === "price_cents") return money(v);
+  if (k === "price_cents" || k === "amount_cents") return money(v);
   if (k === "status") return statusLabel[v] || v;
   if (k === "merchant_id") return v ? `merchant ${v}` : "the operator";
   if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return localTime(v);
@@ -602,8 +621,10 @@ function fieldValue(k, v) {
 // changed; a new sale's settings that are on.
 function changes(r) {
   const before = r.before || {}, after = r.after || {};
+  // Some rows hold a whole record (a merchant's): what did not change is
+  // left out.
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
-    .filter((k) => r.before || !quietWhenOff(k, after[k], after));
+    .filter((k) => r.before ? JSON.stringify(before[k]) !== JSON.stringify(after[k]) : !quietWhenOff(k, after[k], after));
   if (!keys.length) return "";
   return el("ul", { class: "changes" }, keys.map((k) => el("li", {}, el("span", { class: "muted" }, `${fieldLabel[k] || k}: `),
     k in before ? [el("s", {}, userText(fieldValue(k, before[k]))), " → "] : null,
@@ -678,6 +699,8 @@ async function auditView(query) {
     }
     location.hash = `#/audit?${q}`;
   };
+  const newest = new URLSearchParams(filter);
+  newest.delete("before_id");
   const more = new URLSearchParams(filter);
   more.set("before_id", a.next_before_id || "");
   const csv = new URLSearchParams(filter);
@@ -685,7 +708,7 @@ async function auditView(query) {
   csv.set("limit", "500");
   v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Audit log"),
     el("div", { class: "actions" },
-      filter.has("before_id") ? el("a", { class: "button small", href: "#/audit", id: "audit-newest" }, "Newest") : null,
+      filter.has("before_id") ? el("a", { class: "button small", href: `#/audit?${newest}`, id: "audit-newest" }, "Newest") : null,
       el("a", { class: "button small", href: `/admin/api/audit?${csv}`, download: "seckill-audit.csv", id: "audit-csv" },
         "Export CSV (500 from here)"))),
   el("form", { class: "card filters", id: "audit-filters", onsubmit: apply },
@@ -718,6 +741,9 @@ async function merchantsView() {
   const name = el("input", { id: "m-name", required: true, maxlength: "200" });
   const password = el("input", { id: "m-password", type: "password", required: true, minlength: "10", autocomplete: "new-password" });
   const err = el("div", { id: "m-error" });
+  // A refusal is shown beside its field.
+  const errs = Object.fromEntries(["email", "name", "password"].map((k) =>
+    [k, el("span", { class: "err", id: `err-m-${k}`, "aria-live": "polite" })]));
   const create = el("button", { class: "primary", type: "submit", id: "m-create" }, "Create merchant");
   v.show(el("h1", {}, "Merchants"),
     list.merchants.length ? el("div", { class: "table-wrap" }, cards(el("table", { id: "merchants" },
@@ -737,17 +763,22 @@ async function merchantsView() {
     el("form", { class: "card sale-form", id: "merchant-form", onsubmit: async (ev) => {
       ev.preventDefault();
       err.replaceChildren();
+      clearToasts();
+      for (const e of Object.values(errs)) e.textContent = "";
       create.disabled = true;
       try {
         const m = await guard(() => api("POST", "/admin/api/merchants", { email: email.value.trim(), name: name.value.trim(), password: password.value }));
         if (m) { toast(`Merchant ${m.email} created`); merchantsView(); }
       } catch (e) {
-        err.replaceChildren(el("div", { class: "result bad" }, e.message));
+        if (e.code === Code.EmailTaken) errs.email.textContent = "A merchant or a shopper already uses this email: choose another.";
+        const mine = (e.fields || []).filter((f) => errs[f.field]);
+        for (const f of mine) errs[f.field].textContent = f.message;
+        if (e.code !== Code.EmailTaken && !mine.length) err.replaceChildren(el("div", { class: "result bad" }, e.message));
       }
       create.disabled = false;
     } },
-    el("label", {}, "Email", email), el("label", {}, "Name", name),
-    el("label", {}, "First password (10 characters or more; tell them to keep it safe)", password),
+    el("label", {}, "Email", email, errs.email), el("label", {}, "Name", name, errs.name),
+    el("label", {}, "First password (10 characters or more; tell them to keep it safe)", password, errs.password),
     el("div", { class: "full" }, err), el("div", { class: "full" }, create)));
 }
 

@@ -22,6 +22,7 @@ export const Code = Object.freeze({
   PassInvalid: "pass_invalid",
   InsufficientFunds: "insufficient_funds",
   OrderRefunded: "order_refunded",
+  EmailTaken: "email_taken",
   Internal: "internal",
 });
 

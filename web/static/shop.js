@@ -420,7 +420,9 @@ async function saleView(id) {
     let listed = [];
     try { listed = (await api("GET", "/api/orders")).orders.filter((o) => o.sale_id === sale.id); } catch (e) { return; }
     const ids = new Set(listed.map((o) => o.order_id));
-    bought = listed.filter((o) => o.status !== OrderStatus.Cancelled).reduce((n, o) => n + o.qty, 0) +
+    // A cancelled or refunded order gave its units back to the allowance.
+    bought = listed.filter((o) => o.status !== OrderStatus.Cancelled && o.status !== OrderStatus.Refunded)
+      .reduce((n, o) => n + o.qty, 0) +
       [...own].filter(([id]) => !ids.has(id)).reduce((n, [, q]) => n + q, 0);
     paint();
   };
@@ -545,6 +547,9 @@ async function saleView(id) {
       when)));
   countBought();
   v.keep(watchStock(id, (m) => {
+    // Units came back (an order cancelled or refunded): perhaps this
+    // shopper's, which frees part of the limit.
+    if (m.remaining > sale.remaining && bought > 0) countBought();
     sale.remaining = m.remaining;
     sale.status = m.status;
     // A restock raises the total; a poll's answer carries the limit too.
