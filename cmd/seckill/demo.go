@@ -26,8 +26,18 @@ const (
 	demoOpensIn = 8 * time.Second
 	demoUnits   = 400
 	demoRate    = 6
-	demoUsers   = 300
+	// Enough shoppers that few pick a third unit past the limit of two
+	// (cap refusals would read as a bot farm on the dashboard); each
+	// holds demoWallet and pays demoPay of its orders at once.
+	demoUsers  = 3000
+	demoWallet = 200_00
+	demoPay    = 0.9
 )
+
+// demoFunds fills the demo shoppers' wallets (funds.Store).
+type demoFunds interface {
+	Move(ctx context.Context, m seckill.Movement) (int64, bool, error)
+}
 
 // demoSales are the sales a demo creates, reads and ends (sales.Service,
 // as the server holds it).
@@ -39,8 +49,9 @@ type demoSales interface {
 
 // runDemo ends the demo sale an earlier demo left on sale, creates a new
 // one, prints where to look, and runs the crowd (the load tool at a gentle
-// rate) until the sale ends or ctx does.
-func runDemo(ctx context.Context, cfg configs.Config, svc demoSales, addr string) error {
+// rate; shoppers with money in their wallets who pay most of what they
+// buy) until the sale ends or ctx does.
+func runDemo(ctx context.Context, cfg configs.Config, svc demoSales, wallets demoFunds, addr string) error {
 	if err := endDemo(ctx, svc, cfg.Process.DataDir); err != nil {
 		return err
 	}
@@ -57,7 +68,7 @@ func runDemo(ctx context.Context, cfg configs.Config, svc demoSales, addr string
 		slog.Warn("demo: could not note the demo sale; the next demo will not end it", "err", err)
 	}
 	base := "http://" + addr
-	fmt.Printf("  demo: a sale of %d keyboards opens in %s; %d simulated shoppers then buy about %d a second.\n"+
+	fmt.Printf("  demo: a sale of %d keyboards opens in %s; %d simulated shoppers then buy about %d a second and pay most orders.\n"+
 		"    watch it: %s/#/sales/%d\n    dashboard: %s/admin#/sales/%d\n\n",
 		demoUnits, demoOpensIn, demoUsers, demoRate, base, sale.ID, base, sale.ID)
 	select {
@@ -68,6 +79,11 @@ func runDemo(ctx context.Context, cfg configs.Config, svc demoSales, addr string
 	_, err = loadtest.Run(ctx, loadtest.Options{
 		URL: base, SaleID: sale.ID, Users: demoUsers, JWTSecret: cfg.Sessions.JWTSecret, Qty: 1, Retries: 0.05,
 		Rate: demoRate, MaxInFlight: 50, Duration: time.Until(sale.EndsAt), NoAudit: true,
+		Pay: demoPay, Fund: func(ctx context.Context, user string) error {
+			// The shopper's balance, as if topped up before the sale.
+			_, _, err := wallets.Move(ctx, seckill.TopupMovement("demo-"+user, user, demoWallet, time.Now()))
+			return err
+		},
 	})
 	if ctx.Err() != nil {
 		return nil

@@ -101,7 +101,7 @@ func serve(ctx context.Context, cfg configs.Config, withWorker, demo bool) error
 		defer stopWatch()
 	}
 	if demo {
-		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv.Sales, ln.Addr().String()) })
+		stopDemo := start(background, "demo", func(dctx context.Context) error { return runDemo(dctx, cfg, srv.Sales, sys.Funds, ln.Addr().String()) })
 		defer stopDemo()
 	}
 	err = srv.Run(ctx, ln)

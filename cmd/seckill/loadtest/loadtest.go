@@ -69,26 +69,36 @@ type Options struct {
 	// /api/sales/%d/buy (the benchmark suite points it at a baseline).
 	Path string
 
+	// Pay is the share of accepted orders each buyer pays at once (POST
+	// /api/orders/{id}/pay), as most shoppers do; Fund, if set, is
+	// called once for a user before its first payment (to fill its
+	// wallet), so the money arrives spread over the run, not all at once.
+	Pay  float64
+	Fund func(ctx context.Context, user string) error
+
 	Progress io.Writer // a line a second; nil for none
 	Client   *http.Client
 }
 
 // Report is the outcome of a run, as printed and as --json writes it.
 type Report struct {
-	URL         string           `json:"url"`
-	SaleID      int64            `json:"sale_id"`
-	Mode        string           `json:"mode"`
-	Users       int              `json:"users"`
-	Requests    int64            `json:"requests"`
-	Seconds     float64          `json:"seconds"`
-	RPS         float64          `json:"rps"`
-	Latency     Latency          `json:"latency_ms"`
-	Outcomes    map[string]int64 `json:"outcomes"`
-	Transport   int64            `json:"transport_errors"`
-	FirstError  string           `json:"first_transport_error,omitempty"`
-	Accepted    int64            `json:"orders_accepted"`
-	UnitsBought int64            `json:"units_bought"`
-	Audit       Audit            `json:"audit"`
+	URL       string           `json:"url"`
+	SaleID    int64            `json:"sale_id"`
+	Mode      string           `json:"mode"`
+	Users     int              `json:"users"`
+	Requests  int64            `json:"requests"`
+	Seconds   float64          `json:"seconds"`
+	RPS       float64          `json:"rps"`
+	Latency   Latency          `json:"latency_ms"`
+	Outcomes  map[string]int64 `json:"outcomes"`
+	Transport int64            `json:"transport_errors"`
+	// Paid and PayRefused count the payments made with Options.Pay.
+	Paid        int64  `json:"paid,omitempty"`
+	PayRefused  int64  `json:"pay_refused,omitempty"`
+	FirstError  string `json:"first_transport_error,omitempty"`
+	Accepted    int64  `json:"orders_accepted"`
+	UnitsBought int64  `json:"units_bought"`
+	Audit       Audit  `json:"audit"`
 	// PersistSeconds is how long after the last answer the ledger held
 	// every accepted order (with WaitPersist).
 	PersistSeconds float64 `json:"persist_seconds,omitempty"`
@@ -220,6 +230,8 @@ type run struct {
 	firstErr  string
 
 	sentN, doneN, okN, transport atomic.Int64
+	paid, payRefused             atomic.Int64
+	funded                       sync.Map // user id → *sync.Once of its Fund
 	minRemaining                 atomic.Int64
 
 	// tickets holds each user's buy ticket, when the sale needs them.
@@ -510,6 +522,25 @@ func (r *run) next(rng *rand.Rand) sent {
 	return sent{user: rng.IntN(len(r.users)), rid: fmt.Sprintf("lt-%s-%d-%d", r.id, seq, rng.Uint32()), qty: r.o.Qty}
 }
 
+// pay pays an accepted order as its buyer, its wallet funded first (once),
+// counting what it was answered.
+func (r *run) pay(ctx context.Context, order string, u *user) {
+	if r.o.Fund != nil {
+		once, _ := r.funded.LoadOrStore(u.id, new(sync.Once))
+		var err error
+		once.(*sync.Once).Do(func() { err = r.o.Fund(ctx, u.id) })
+		if err != nil {
+			r.payRefused.Add(1)
+			return
+		}
+	}
+	if _, err := r.c.do(ctx, "POST", "/api/orders/"+order+"/pay", u.token, nil, nil); err != nil {
+		r.payRefused.Add(1)
+		return
+	}
+	r.paid.Add(1)
+}
+
 // fire sends one buy and records its answer; latency counts from t0.
 func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
 	tk, spent := r.ticketOf(ctx, s.user)
@@ -527,6 +558,9 @@ func (r *run) fire(ctx context.Context, s sent, t0 time.Time) {
 			r.firstErr = err.Error()
 		}
 		return
+	}
+	if status == http.StatusOK && r.o.Pay > 0 && rand.Float64() < r.o.Pay {
+		go r.pay(ctx, order, &r.users[s.user])
 	}
 	if status == http.StatusOK {
 		code = string(seckill.CodeOK)
@@ -672,7 +706,7 @@ func (r *run) report(mode string, elapsed time.Duration) Report {
 		URL: r.c.base, SaleID: r.o.SaleID, Mode: mode, Users: len(r.users),
 		Requests: r.doneN.Load(), Seconds: elapsed.Seconds(), RPS: float64(r.doneN.Load()) / elapsed.Seconds(),
 		Latency: latencyOf(r.hist), Hist: r.hist,
-		Outcomes: out, Transport: r.transport.Load(), FirstError: r.firstErr,
+		Outcomes: out, Transport: r.transport.Load(), FirstError: r.firstErr, Paid: r.paid.Load(), PayRefused: r.payRefused.Load(),
 		Accepted: int64(len(r.orders)), UnitsBought: units,
 	}
 }

@@ -58,6 +58,45 @@ func TestHonestRunPasses(t *testing.T) {
 	}
 }
 
+// TestBuyersPay: with Fund and Pay 1, every accepted order is paid by its
+// buyer from the wallet Fund filled before its first payment (the demo's
+// shoppers), and only buyers are funded.
+func TestBuyersPay(t *testing.T) {
+	env := servertest.New(t)
+	env.StartPipeline(t)
+	srv := env.Server(t, nil)
+	url := servertest.HTTP(t, srv.Handler()).URL
+	var funded sync.Map
+	rep, err := loadtest.Run(context.Background(), loadtest.Options{
+		URL: url, AdminToken: servertest.AdminToken, JWTSecret: servertest.JWTSecret, CreateSale: "total=50,limit=1,price=700",
+		Users: 80, Qty: 1, Concurrency: 8, Requests: 120, NoAudit: true, Pay: 1,
+		Fund: func(ctx context.Context, user string) error {
+			funded.Store(user, true)
+			env.Fund(t, user, 1000)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The payments run beside the buys: wait for them to be answered.
+	servertest.WaitFor(t, 10*time.Second, "every accepted order paid", func() (bool, string) {
+		orders, err := env.Ledger.SaleOrders(context.Background(), rep.SaleID)
+		paid := 0
+		for _, o := range orders {
+			if o.Status == "paid" {
+				paid++
+			}
+		}
+		return err == nil && rep.Accepted > 0 && int64(paid) == rep.Accepted, fmt.Sprintf("%d of %d paid (%v)", paid, rep.Accepted, err)
+	})
+	n := 0
+	funded.Range(func(_, _ any) bool { n++; return true })
+	if int64(n) != rep.Accepted { // one order each (limit 1): each buyer funded once
+		t.Errorf("%d users funded, want the %d buyers", n, rep.Accepted)
+	}
+}
+
 // TestTicketedSale: on a sale with buy tickets and a proof of work, a run
 // gets each user a ticket first (reported apart from the buys) and buys
 // with it; with --tickets=false every buy is refused ticket_required and
