@@ -112,7 +112,7 @@ type Transfer struct {
 	OrderID, TopupID, PayoutID string
 }
 
-// Bounds of money (API.md; the README). Redis's scripts compute in Lua
+// Bounds of money (API.md; docs/guide.md, Money). Redis's scripts compute in Lua
 // numbers, exact up to 2^53: every balance and amount stays below.
 const (
 	// MaxAmountCents bounds one transfer and one wallet's balance:

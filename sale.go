@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Bounds of a sale (API.md; the README). They keep every product the
+// Bounds of a sale (API.md; docs/security.md). They keep every product the
 // system computes inside int64: an order's amount is at most
 // MaxTotal × MaxPriceCents = 10^18 < 2^63 ≈ 9.2 × 10^18, and so is a whole
 // sale's value.

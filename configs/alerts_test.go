@@ -10,7 +10,7 @@ import (
 )
 
 // TestAlertsHaveRunbooksAndTests: every alert names its runbook, a
-// section of README.md that exists, and alerts_test.yml shows it firing
+// section of docs/operating.md that exists, and alerts_test.yml shows it firing
 // and silent (promtool runs those in make test).
 func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	var rules struct {
@@ -28,7 +28,7 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &rules); err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +45,8 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 		for _, r := range g.Rules {
 			n++
 			rb := r.Annotations["runbook"]
-			if a, ok := strings.CutPrefix(rb, "README.md#"); !ok || !anchors[a] {
-				t.Errorf("%s: runbook %q is not a section of README.md", r.Alert, rb)
+			if a, ok := strings.CutPrefix(rb, "docs/operating.md#"); !ok || !anchors[a] {
+				t.Errorf("%s: runbook %q is not a section of docs/operating.md", r.Alert, rb)
 			}
 			if r.Annotations["summary"] == "" {
 				t.Errorf("%s: no summary", r.Alert)

@@ -485,7 +485,7 @@ func (tb *tab) checkText(where, sel, want string) {
 // with a proof of work, from the admin panel (which shows what the work
 // costs); a shopper buys: the page solves the challenge in a Web Worker,
 // showing progress, gets a ticket and buys with it, with no console error.
-// The proof of work's time and hash rate are logged (README, bot defence).
+// The proof of work's time and hash rate are logged (docs/guide.md, bot defence).
 func TestTicketsInBrowser(t *testing.T) {
 	env := servertest.New(t)
 	srv := env.Server(t, nil)

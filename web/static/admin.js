@@ -393,7 +393,7 @@ async function formView(id) {
 
 // powCost tells what a proof of work of n bits costs a solver: 2^n
 // hashes expected, and the time at the rate the browser test measured in
-// headless Chromium on a shared 2-core machine (README, bot defence).
+// headless Chromium on a shared 2-core machine (docs/guide.md, bot defence).
 const browserHashesPerSecond = 130_000;
 function powCost(n) {
   if (!Number.isInteger(n) || n <= 0) return "Off: a ticket costs one request.";
