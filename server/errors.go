@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/text/language"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/locale"
 )
 
 // answer is a refusal as the API sends it (API.md, Errors): its code and
@@ -38,6 +40,22 @@ func newAnswer(code seckill.Code, message string, fields []seckill.FieldError) *
 }
 
 func (a *answer) Error() string { return string(a.code) + ": " + a.message }
+
+// in is a in tag's language: a code's table message becomes its
+// catalogue's (locale); a message of a refusal's own, and the fields'
+// messages, stay as they are. The code never changes.
+func (a *answer) in(tag language.Tag) *answer {
+	if a.message != a.code.Message() {
+		return a
+	}
+	msg, ok := locale.Message(tag, locale.CodeKey(string(a.code)))
+	if !ok {
+		return a
+	}
+	t := *a
+	t.message, t.body = msg, nil
+	return &t
+}
 
 // retrier is a refusal that says when to try again (a live-stock
 // connection cap's).
@@ -110,6 +128,9 @@ func abort(c *gin.Context, err error) {
 }
 
 func sendAnswer(c *gin.Context, a *answer, err error) {
+	if tag := locale.Of(c.GetHeader("Accept-Language")); tag != locale.Default {
+		a = a.in(tag)
+	}
 	if a.code == seckill.CodeClientCancelled {
 		slog.DebugContext(c.Request.Context(), "client went away", "route", c.FullPath(), "request_id", requestID(c))
 		c.AbortWithStatus(a.status)

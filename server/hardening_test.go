@@ -389,3 +389,37 @@ func TestDeadLettersShown(t *testing.T) {
 		t.Errorf("stats: %v", r)
 	}
 }
+
+// TestRefusalsInTheAskersLanguage: a refusal's message follows
+// Accept-Language (Simplified Chinese or English), its code never
+// changes; a message of a refusal's own and the fields' stay English.
+func TestRefusalsInTheAskersLanguage(t *testing.T) {
+	st := newStack(t)
+	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 1, Limit: 1})
+	tok := bearer(servertest.Token(t, "u_lang_1"))
+	if r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, "lang-buy-1"), tok); r.Status != 200 {
+		t.Fatal(r)
+	}
+	other := bearer(servertest.Token(t, "u_lang_2"))
+	for i, tc := range []struct{ lang, want string }{
+		{"", seckill.CodeSoldOut.Message()},
+		{"en-GB,en;q=0.9", seckill.CodeSoldOut.Message()},
+		{"zh-CN,zh;q=0.9,en;q=0.8", "已售罄：剩余库存不足此数量。"},
+		{"fr-FR", seckill.CodeSoldOut.Message()},
+	} {
+		r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(1, fmt.Sprintf("lang-buy-%d", 10+i)), other, "Accept-Language: "+tc.lang)
+		if r.code() != "sold_out" || r.message() != tc.want {
+			t.Errorf("Accept-Language %q: %v", tc.lang, r)
+		}
+	}
+	// No such sale, in Chinese: the code's message is the catalogue's.
+	if r := call(t, st.h, "GET", "/api/sales/987654321", nil, "Accept-Language: zh-CN"); r.code() != "sale_not_found" || r.message() != "没有这个活动。" {
+		t.Errorf("no such sale in Chinese: %v", r)
+	}
+	// A refusal with fields: the code's message is the refusal's own
+	// (English), and so are the fields'.
+	r := call(t, st.h, "GET", "/admin/api/audit?limit=0", nil, admin(), "Accept-Language: zh-CN")
+	if r.code() != "invalid_request" || r.Body["error"].(map[string]any)["fields"] == nil || !strings.Contains(r.Raw, "must be 1 to") {
+		t.Errorf("a refusal of its own in Chinese: %v", r)
+	}
+}

@@ -43,6 +43,13 @@ func (r response) code() string {
 	return c
 }
 
+// message is the API error message of the answer, "" for a success.
+func (r response) message() string {
+	e, _ := r.Body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
 func (r response) String() string { return fmt.Sprintf("%d %s", r.Status, r.Raw) }
 
 // call sends a request straight into the handler. body is sent as is if it
