@@ -35,6 +35,7 @@ command -v wrk >/dev/null || need+=(wrk) # the benchmark suite's outside load ge
 command -v promtool >/dev/null || need+=(prometheus) # promtool tests the alert rules; the dashboard test runs a Prometheus
 command -v docker-compose >/dev/null || need+=(docker-compose) # only to check docker-compose.yml parses (no engine runs here)
 command -v npm >/dev/null || need+=(npm) # fetches axe-core, which the browser tests run in each page
+fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-zenhei) # the pages in Chinese, as the screenshots show them
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
     cat >&2 <<MSG

@@ -9,6 +9,7 @@
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
   setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText, cards, orderRef,
+  loadLanguage, t, tx, number, currentLang,
 } from "./common.js";
 import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
 
@@ -17,14 +18,14 @@ const pg = page($("#app"));
 // clearToasts removes what toasts still show: they told of an earlier
 // action.
 function clearToasts() {
-  for (const t of document.querySelectorAll(".toast")) t.remove();
+  for (const old of document.querySelectorAll(".toast")) old.remove();
 }
 
 function toast(msg) {
   clearToasts(); // the newest word replaces an older one still showing
-  const t = el("div", { class: "toast", role: "status" }, msg);
-  document.body.append(t);
-  setTimeout(() => t.remove(), 3000);
+  const box = el("div", { class: "toast", role: "status" }, msg);
+  document.body.append(box);
+  setTimeout(() => box.remove(), 3000);
 }
 
 let me = null; // GET /admin/api/session: {role, actor, merchant_id?}
@@ -36,9 +37,9 @@ function signedIn(session) {
   $("#nav-merchants").hidden = !me || me.role !== "operator";
   if (!me) return $("#who").replaceChildren();
   $("#who").replaceChildren(...[
-    el("span", { class: "hide-narrow muted-light" }, me.role === "operator" ? "Operator" : userText(me.actor)),
-    me.role === "merchant" ? el("a", { class: "button ghost small", href: "#/me", id: "second-factor" }, "2FA") : null,
-    el("button", { class: "ghost small", id: "logout", onclick: logout }, "Log out"),
+    el("span", { class: "hide-narrow muted-light" }, me.role === "operator" ? t("admin.who.operator") : userText(me.actor)),
+    me.role === "merchant" ? el("a", { class: "button ghost small", href: "#/me", id: "second-factor" }, t("admin.who.twoFactor")) : null,
+    el("button", { class: "ghost small", id: "logout", onclick: logout }, t("admin.who.logout")),
   ].filter(Boolean));
 }
 
@@ -68,7 +69,7 @@ async function guard(fn) {
     if (e.code === Code.Unauthenticated) {
       const wasIn = !!me;
       signedIn(null);
-      loginView(loadDraft() ? "kept" : wasIn ? "ended" : "");
+      loginView(loadDraft() ? "kept" : wasIn ? "expired" : "");
       return undefined;
     }
     throw e;
@@ -97,7 +98,7 @@ function dropDraft() {
   try { sessionStorage.removeItem(draftKey); } catch (e) { /* nothing kept */ }
 }
 
-// loginView is the panel's login; ended says why it shows: "ended" (the
+// loginView is the panel's login; ended says why it shows: "expired" (the
 // session ended) or "kept" (and a form's input waits for the login).
 function loginView(ended = "") {
   const v = pg.begin();
@@ -106,7 +107,7 @@ function loginView(ended = "") {
   const pw = el("input", { type: "password", id: "password", autocomplete: "current-password", required: true });
   const code = el("input", { id: "totp", inputmode: "numeric", autocomplete: "one-time-code", maxlength: "6", pattern: "[0-9]{6}" });
   const err = el("span", { class: "err", id: "login-error" });
-  const submit = el("button", { class: "primary", type: "submit", id: "login" }, "Log in");
+  const submit = el("button", { class: "primary", type: "submit", id: "login" }, t("admin.login.submit"));
   v.show(el("form", { class: "card signin", onsubmit: async (ev) => {
     ev.preventDefault();
     submit.disabled = true;
@@ -122,25 +123,24 @@ function loginView(ended = "") {
     }
     submit.disabled = false;
   } },
-  el("h1", {}, "Admin login"),
+  el("h1", {}, t("admin.login.title")),
   ended ? el("p", { class: "result warn", id: "session-ended", role: "status" },
-    ended === "kept" ? "Your session has ended. Log in again to carry on: what you typed is kept."
-      : "Your session has ended. Log in again to carry on.") : null,
-  el("label", {}, "Email (merchants; empty for the operator)", email),
-  el("label", {}, "Password", pw),
-  el("label", {}, "Code from your authenticator app (if you enrolled one)", code),
+    ended === "kept" ? t("admin.login.endedKept") : t("admin.login.ended")) : null,
+  el("label", {}, t("admin.login.email"), email),
+  el("label", {}, t("admin.login.password"), pw),
+  el("label", {}, t("admin.login.code"), code),
   err,
   submit));
   email.focus();
 }
 
-// What an action's toast says once it is done.
-const actionDone = { pause: "Sale paused", resume: "Sale resumed", end: "Sale ended", restock: "Units added" };
+// What an action's toast says once it is done (its catalogue key).
+const actionDone = { pause: "admin.toast.paused", resume: "admin.toast.resumed", end: "admin.toast.ended", restock: "admin.toast.restocked" };
 
 async function act(id, action, body) {
   try {
     const s = await guard(() => api("POST", `/admin/api/sales/${id}/${action}`, body));
-    if (s) toast(actionDone[action]);
+    if (s) toast(t(actionDone[action]));
     return s;
   } catch (e) {
     toast(errorText(e));
@@ -159,21 +159,20 @@ function controls(sale, after) {
   const qty = el("input", { type: "number", min: "1", value: "100", style: "width:6rem", id: `restock-qty-${sale.id}` });
   const open = sale.status !== Phase.Ended;
   const draw = () => box.replaceChildren(...[
-    sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut ? button("Pause", "pause") : null,
-    sale.status === Phase.Paused ? button("Resume", "resume") : null,
-    open ? button("End…", "end", confirmEnd) : null,
-    open ? el("span", { class: "row" }, el("label", { class: "inline", for: qty.id }, "Units to add"), qty,
-      button("Restock", "restock", () => run("restock", { qty: Number(qty.value) }))) : null,
-    open ? null : el("span", { class: "muted" }, "This sale has ended: nothing more can be done with it."),
+    sale.status === Phase.Active || sale.status === Phase.Scheduled || sale.status === Phase.SoldOut ? button(t("admin.controls.pause"), "pause") : null,
+    sale.status === Phase.Paused ? button(t("admin.controls.resume"), "resume") : null,
+    open ? button(t("admin.controls.end"), "end", confirmEnd) : null,
+    open ? el("span", { class: "row" }, el("label", { class: "inline", for: qty.id }, t("admin.controls.unitsToAdd")), qty,
+      button(t("admin.controls.restock"), "restock", () => run("restock", { qty: Number(qty.value) }))) : null,
+    open ? null : el("span", { class: "muted" }, t("admin.controls.ended")),
   ].filter(Boolean));
   const confirmEnd = () => {
-    const yes = button("End the sale now", "end-confirmed", () => run("end"), "small danger");
+    const yes = button(t("admin.controls.endConfirm"), "end-confirmed", () => run("end"), "small danger");
     box.replaceChildren(el("div", { class: "result warn", role: "alertdialog", id: "confirm-end",
       "aria-labelledby": "confirm-end-title", "aria-describedby": "confirm-end-detail" },
-    el("div", { class: "title", id: "confirm-end-title" }, "End this sale now?"),
-    el("div", { class: "detail", id: "confirm-end-detail" },
-      "Shoppers can no longer buy, and an ended sale cannot be resumed. Orders already taken stay as they are."),
-    el("div", { class: "row", style: "margin-top:.5rem" }, yes, button("Keep it running", "end-cancel", draw))));
+    el("div", { class: "title", id: "confirm-end-title" }, t("admin.controls.endTitle")),
+    el("div", { class: "detail", id: "confirm-end-detail" }, t("admin.controls.endDetail")),
+    el("div", { class: "row", style: "margin-top:.5rem" }, yes, button(t("admin.controls.keepRunning"), "end-cancel", draw))));
     yes.focus();
   };
   draw();
@@ -196,19 +195,20 @@ async function salesView() {
     el("td", {}, el("a", { href: `#/sales/${s.id}` }, el("strong", {}, userText(s.name))), el("div", { class: "muted" }, userText(s.item))),
     el("td", {}, el("span", { class: `badge ${s.status}` }, statusLabel[s.status])),
     el("td", {}, `${s.sold} / ${s.total}`,
-      me && me.role === "operator" && s.merchant_id ? el("div", { class: "muted small" }, `merchant ${s.merchant_id}`) : null),
+      me && me.role === "operator" && s.merchant_id ? el("div", { class: "muted small" }, t("admin.sales.merchant", { id: s.merchant_id })) : null),
     el("td", {}, money(s.price_cents)),
     el("td", { class: "muted" }, localTime(s.starts_at), el("br"), localTime(s.ends_at)),
     el("td", {}, el("div", { class: "actions" },
-      el("a", { class: "button small", href: `#/sales/${s.id}` }, "Dashboard"),
-      s.status !== Phase.Ended ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, "Edit") : null))));
+      el("a", { class: "button small", href: `#/sales/${s.id}` }, t("admin.sales.dashboard")),
+      s.status !== Phase.Ended ? el("a", { class: "button small", href: `#/sales/${s.id}/edit` }, t("admin.common.edit")) : null))));
   v.show(
-    el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, me && me.role === "merchant" ? "My sales" : "Sales"),
-      el("a", { class: "button primary", href: "#/new", id: "new-sale" }, "New sale")),
+    el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, me && me.role === "merchant" ? t("admin.sales.titleMine") : t("admin.sales.title")),
+      el("a", { class: "button primary", href: "#/new", id: "new-sale" }, t("admin.sales.new"))),
     sales.length ? el("div", { class: "table-wrap" }, cards(el("table", { id: "sales" },
-      el("thead", {}, el("tr", {}, ["#", "Sale", "Status", "Sold", "Price", "Window", ""].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ["#", t("admin.sales.col.sale"), t("admin.sales.col.status"), t("admin.sales.col.sold"), t("admin.sales.col.price"),
+        t("admin.sales.col.window"), ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows))))
-      : el("p", { class: "empty" }, "No sales yet. Create the first one."));
+      : el("p", { class: "empty" }, t("admin.sales.empty")));
 }
 
 // toLocalInput turns an RFC 3339 time into a datetime-local value.
@@ -223,7 +223,7 @@ function toLocalInput(iso) {
 // money.
 function fieldMessage(field, msg) {
   if (field.endsWith("_at")) return msg; // its figures are years
-  return msg.replace(/\d{4,}/g, (n) => field === "price_cents" ? money(Number(n)) : Number(n).toLocaleString());
+  return msg.replace(/\d{4,}/g, (n) => field === "price_cents" ? money(Number(n)) : number(n));
 }
 
 async function formView(id) {
@@ -244,29 +244,29 @@ async function formView(id) {
   // the main part, the waiting room's (shown while the room is on), or
   // "Advanced". price_cents is typed in the currency's units.
   const fields = {
-    name: ["Sale name", { value: sale ? sale.name : "", maxlength: "200" }],
-    item: ["Item", { value: sale ? sale.item : "", maxlength: "200" }],
-    price_cents: [`Price (${currentCurrency()})`, { inputmode: "decimal", autocomplete: "off", placeholder: toUnits(1999),
+    name: [t("admin.form.name"), { value: sale ? sale.name : "", maxlength: "200" }],
+    item: [t("admin.form.item"), { value: sale ? sale.item : "", maxlength: "200" }],
+    price_cents: [t("admin.form.price", { currency: currentCurrency() }), { inputmode: "decimal", autocomplete: "off", placeholder: toUnits(1999),
       value: sale ? toUnits(sale.price_cents) : "", "data-money": "1" }],
-    total: ["Units for sale", { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
-    per_user_limit: ["Limit per customer", { type: "number", min: "1", step: "1", value: sale ? sale.per_user_limit : "1" }],
-    starts_at: ["Starts", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
-    ends_at: ["Ends", { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
-    verified_only: ["Verified shoppers only (a verified account or the shop's provider vouching for the email)",
+    total: [t("admin.form.total"), { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
+    per_user_limit: [t("admin.form.perUserLimit"), { type: "number", min: "1", step: "1", value: sale ? sale.per_user_limit : "1" }],
+    starts_at: [t("admin.form.startsAt"), { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.starts_at : start.toISOString()) }],
+    ends_at: [t("admin.form.endsAt"), { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
+    verified_only: [t("admin.form.verifiedOnly"),
       { type: "checkbox", checked: !!(sale && sale.verified_only) }],
     // The room is set up before the start; its rate may change any time.
-    waiting_room: ["Waiting room: shoppers queue; those who come before the start get random places",
+    waiting_room: [t("admin.form.waitingRoom"),
       { type: "checkbox", checked: !!(sale && sale.waiting_room), disabled: started }],
-    queue_opens_at: ["Queue opens (empty: 15 min before the start)",
+    queue_opens_at: [t("admin.form.queueOpensAt"),
       { type: "datetime-local", step: "1", value: sale ? toLocalInput(sale.queue_opens_at) : "", disabled: started, "data-optional": "1",
         "data-initial": sale ? toLocalInput(sale.queue_opens_at) : "", "data-group": "room" }],
-    admit_per_second: ["Shoppers let in each second",
+    admit_per_second: [t("admin.form.admitPerSecond"),
       { type: "number", min: "1", max: "100000", step: "1", value: sale ? sale.admit_per_second : "100", "data-group": "room" }],
-    buckets: ["Stock buckets (1–64): more spread a very hot sale over the shop's Redis servers",
+    buckets: [t("admin.form.buckets"),
       { type: "number", min: "1", max: "64", step: "1", value: sale ? sale.buckets : "1", disabled: !!sale, "data-group": "advanced" }],
-    require_ticket: ["Buys need a ticket (handed out once the sale opens)",
+    require_ticket: [t("admin.form.requireTicket"),
       { type: "checkbox", checked: !!(sale && sale.require_ticket), "data-group": "advanced" }],
-    pow_difficulty: ["Proof of work for a ticket (0 = off; each step doubles a shopper's work)",
+    pow_difficulty: [t("admin.form.powDifficulty"),
       { type: "number", min: "0", max: "32", step: "1", value: sale ? sale.pow_difficulty : "0", "data-group": "advanced" }],
   };
   const inputs = {}, errs = {};
@@ -284,10 +284,10 @@ async function formView(id) {
     try { list = (await guard(() => api("GET", "/admin/api/merchants"))) || list; } catch (e) { /* the operator's then */ }
     const current = sale ? sale.merchant_id : 0;
     inputs.merchant_id = el("select", { id: "f-merchant_id", name: "merchant_id", "aria-describedby": "err-merchant_id" },
-      el("option", { value: "0", selected: current === 0 }, "The operator"),
-      list.merchants.map((m) => el("option", { value: String(m.id), selected: current === m.id }, `${m.name} (${m.email})`)));
+      el("option", { value: "0", selected: current === 0 }, t("admin.form.merchantOperator")),
+      list.merchants.map((m) => el("option", { value: String(m.id), selected: current === m.id }, t("admin.common.merchantOption", { name: m.name, email: m.email }))));
     errs.merchant_id = el("span", { class: "err", id: "err-merchant_id" });
-    groups.main.push(el("label", {}, "Merchant (whose sale it is)", inputs.merchant_id, errs.merchant_id));
+    groups.main.push(el("label", {}, t("admin.form.merchant"), inputs.merchant_id, errs.merchant_id));
   }
   // What a proof of work costs each shopper (and each bot account).
   const cost = el("span", { class: "muted", id: "pow-cost" });
@@ -296,10 +296,10 @@ async function formView(id) {
   showCost();
   errs.pow_difficulty.before(cost);
   // The room's settings show while the room is on.
-  const room = el("fieldset", { class: "full sub", id: "room-fields" }, el("legend", {}, "Waiting room"), groups.room);
+  const room = el("fieldset", { class: "full sub", id: "room-fields" }, el("legend", {}, t("admin.form.roomLegend")), groups.room);
   const showRoom = () => { room.hidden = !inputs.waiting_room.checked; };
   inputs.waiting_room.addEventListener("change", showRoom);
-  const advanced = el("details", { class: "full sub", id: "advanced" }, el("summary", {}, "Advanced: stock buckets, tickets, proof of work"),
+  const advanced = el("details", { class: "full sub", id: "advanced" }, el("summary", {}, t("admin.form.advanced")),
     el("div", { class: "sub-grid" }, groups.advanced));
   // Input kept from a submit refused for an ended session.
   const kept = loadDraft();
@@ -316,7 +316,7 @@ async function formView(id) {
   advanced.open = [inputs.buckets.value !== "1", inputs.require_ticket.checked, inputs.pow_difficulty.value !== "0"].some(Boolean);
   const snapshot = () => Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.type === "checkbox" ? i.checked : i.value]));
   const formErr = el("div", { id: "form-error", role: "alert" });
-  const submit = el("button", { class: "primary", type: "submit", id: "save" }, sale ? "Save changes" : "Create sale");
+  const submit = el("button", { class: "primary", type: "submit", id: "save" }, sale ? t("admin.form.save") : t("admin.form.create"));
   const fail = (k, msg) => {
     errs[k].textContent = msg;
     inputs[k].classList.add("invalid");
@@ -337,22 +337,22 @@ async function formView(id) {
         body[k] = Number(input.value);
       } else if (input.dataset.money) {
         const n = parseUnits(v);
-        if (v === "") fail(k, "required");
-        else if (n === null) fail(k, `a price such as ${toUnits(1999)}`);
+        if (v === "") fail(k, t("admin.form.err.required"));
+        else if (n === null) fail(k, t("admin.form.err.price", { example: toUnits(1999) }));
         else body[k] = n;
       } else if (input.type === "number") {
-        if (v === "") fail(k, "required");
-        else if (!Number.isInteger(Number(v))) fail(k, "a whole number");
+        if (v === "") fail(k, t("admin.form.err.required"));
+        else if (!Number.isInteger(Number(v))) fail(k, t("admin.form.err.whole"));
         else body[k] = Number(v);
       } else if (input.type === "datetime-local") {
         // Left as it was, the room's opening moves with the start. Compared
         // as times: the browser writes a whole minute without its ":00".
         const d = new Date(v);
         if (input.dataset.optional && (v === input.dataset.initial || d.getTime() === new Date(input.dataset.initial).getTime())) continue;
-        if (!v || Number.isNaN(d.getTime())) fail(k, "pick a date and time");
+        if (!v || Number.isNaN(d.getTime())) fail(k, t("admin.form.err.dateTime"));
         else body[k] = d.toISOString();
       } else if (v === "") {
-        fail(k, "required");
+        fail(k, t("admin.form.err.required"));
       } else {
         body[k] = v;
       }
@@ -368,7 +368,7 @@ async function formView(id) {
       const saved = await guard(() => sale ? api("PATCH", `/admin/api/sales/${sale.id}`, body) : api("POST", "/admin/api/sales", body));
       if (saved) {
         dropDraft();
-        toast(sale ? "Saved" : `Sale ${saved.id} created`);
+        toast(sale ? t("admin.toast.saved") : t("admin.toast.created", { id: saved.id }));
         location.hash = `#/sales/${saved.id}`;
       }
     } catch (e) {
@@ -383,11 +383,11 @@ async function formView(id) {
     }
     submit.disabled = false;
   };
-  v.show(el("h1", {}, sale ? `Edit sale ${sale.id}` : "New sale"),
-    kept ? el("p", { class: "result warn", id: "draft-kept" }, "This is what you typed before your session ended: check it, then save.") : null,
+  v.show(el("h1", {}, sale ? t("admin.form.titleEdit", { id: sale.id }) : t("admin.form.titleNew")),
+    kept ? el("p", { class: "result warn", id: "draft-kept" }, t("admin.form.draftKept")) : null,
     el("form", { class: "card sale-form", id: "sale-form", onsubmit, novalidate: true }, groups.main, room, advanced,
       el("div", { class: "full" }, formErr),
-      el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, "Cancel"))));
+      el("div", { class: "full row" }, submit, el("a", { href: sale ? `#/sales/${sale.id}` : "#/", class: "muted" }, t("admin.form.cancel")))));
   inputs.name.focus();
 }
 
@@ -396,11 +396,13 @@ async function formView(id) {
 // headless Chromium on a shared 2-core machine (docs/guide.md, bot defence).
 const browserHashesPerSecond = 130_000;
 function powCost(n) {
-  if (!Number.isInteger(n) || n <= 0) return "Off: a ticket costs one request.";
+  if (!Number.isInteger(n) || n <= 0) return t("admin.form.pow.off");
   const hashes = 2 ** n;
   const s = hashes / browserHashesPerSecond;
-  const time = s < 1 ? `${Math.max(1, Math.round(s * 1000))} ms` : s < 120 ? `${Math.round(s)} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
-  return `≈ ${hashes.toLocaleString("en-US")} hashes expected per ticket: about ${time} of a shopper's browser (and of each bot account).`;
+  const time = s < 1 ? t("admin.form.pow.ms", { count: Math.max(1, Math.round(s * 1000)) })
+    : s < 120 ? t("admin.form.pow.s", { count: Math.round(s) })
+    : s < 7200 ? t("admin.form.pow.min", { count: Math.round(s / 60) }) : t("admin.form.pow.h", { count: Math.round(s / 3600) });
+  return t("admin.form.pow.cost", { hashes: number(hashes), time });
 }
 
 // chart draws sold and remaining over time on a canvas.
@@ -436,7 +438,8 @@ function chart(canvas, points, total) {
   line("remaining", "#9aa3b2");
   line("sold", "#e0312f");
   g.fillStyle = "#647084";
-  g.fillText(`since ${new Date(t0).toLocaleTimeString()}`, w - 110, h - 4);
+  g.textAlign = "right"; // as long as the language's words make it
+  g.fillText(t("admin.chart.since", { time: new Date(t0).toLocaleTimeString(currentLang()) }), w - 4, h - 4);
 }
 
 async function dashboardView(id) {
@@ -452,7 +455,7 @@ async function dashboardView(id) {
   noteServerTime(sale.server_time);
   const cells = {}, rates = {};
   const stat = (key, label) => el("div", { class: "card stat" }, cells[key] = el("div", { class: "n", id: `stat-${key}` }, "–"), el("div", { class: "l" }, label));
-  const rate = (key, label) => el("div", { class: "card stat" }, rates[key] = el("div", { class: "n", id: `rate-${key}` }, "0"), el("div", { class: "l" }, `${label} /s`));
+  const rate = (key, label) => el("div", { class: "card stat" }, rates[key] = el("div", { class: "n", id: `rate-${key}` }, "0"), el("div", { class: "l" }, t("admin.dashboard.perSecond", { label })));
   const badge = el("span", { class: "badge", id: "status" });
   const when = el("span", { class: "muted", id: "when" });
   const canvas = el("canvas", { class: "chart", id: "chart" });
@@ -461,11 +464,11 @@ async function dashboardView(id) {
   const dead = el("p", { class: "result warn", id: "dead-letters", hidden: true });
   const capped = el("div", { id: "first-capped" });
   // The waiting room's figures, for a sale with one.
-  const roomBox = el("div", { id: "room-stats", hidden: true }, el("h2", {}, "Waiting room"),
-    el("div", { class: "stats" }, stat("queue_size", "In the queue"), stat("queue_admitted", "Let in"),
-      stat("queue_early", "Joined before the start"), stat("queue_passes", "Passes used to buy"),
-      stat("queue_rate", "Let in a second / setting")));
-  const timeline = el("div", { id: "timeline" }, el("span", { class: "muted" }, "Loading…"));
+  const roomBox = el("div", { id: "room-stats", hidden: true }, el("h2", {}, t("admin.dashboard.room")),
+    el("div", { class: "stats" }, stat("queue_size", t("admin.dashboard.stat.queueSize")), stat("queue_admitted", t("admin.dashboard.stat.queueAdmitted")),
+      stat("queue_early", t("admin.dashboard.stat.queueEarly")), stat("queue_passes", t("admin.dashboard.stat.queuePasses")),
+      stat("queue_rate", t("admin.dashboard.stat.queueRate"))));
+  const timeline = el("div", { id: "timeline" }, el("span", { class: "muted" }, t("admin.loading")));
   // The chart starts at the sale's opening: the ledger's history, then
   // the live figures.
   const points = [];
@@ -507,15 +510,15 @@ async function dashboardView(id) {
     const first = d.first_capped || [];
     capped.replaceChildren(first.length ? el("ol", { class: "capped" }, first.map((c) =>
       el("li", {}, el("span", { class: "mono" }, c.user_id), " ", el("span", { class: "muted" }, localTime(c.at)))))
-      : el("span", { class: "muted" }, "Nobody yet."));
+      : el("span", { class: "muted" }, t("admin.dashboard.cappedNobody")));
     dead.hidden = !(stats.dead_letters > 0);
-    dead.textContent = `${stats.dead_letters} message${stats.dead_letters === 1 ? "" : "s"} in the dead-letter queue ` +
-      "(all sales): orders the worker could not write. See them with `seckill deadletters list`.";
+    dead.textContent = t("admin.dashboard.dead", { n: stats.dead_letters, cmd: "seckill deadletters list" });
     const now = serverNow();
     const ends = Date.parse(sale.ends_at);
-    when.textContent = stats.status === Phase.Ended ? (now < ends ? "ended early" : `ended ${localTime(sale.ends_at)}`)
-      : now < Date.parse(sale.starts_at) ? `starts in ${duration(Date.parse(sale.starts_at) - now)}`
-        : now < ends ? `ends in ${duration(ends - now)}` : `ended ${localTime(sale.ends_at)}`;
+    const endedAt = t("admin.dashboard.when.ended", { time: localTime(sale.ends_at) });
+    when.textContent = stats.status === Phase.Ended ? (now < ends ? t("admin.dashboard.when.endedEarly") : endedAt)
+      : now < Date.parse(sale.starts_at) ? t("admin.dashboard.when.startsIn", { time: duration(Date.parse(sale.starts_at) - now) })
+        : now < ends ? t("admin.dashboard.when.endsIn", { time: duration(ends - now) }) : endedAt;
   };
   const refresh = async () => {
     let s;
@@ -548,32 +551,39 @@ async function dashboardView(id) {
   v.show(
     el("div", { class: "row", style: "justify-content:space-between" },
       el("div", {}, el("h1", { style: "margin-bottom:.2rem", id: "sale-name" }, userText(sale.name)),
-        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item),
-          ` · ${money(sale.price_cents)} · limit ${sale.per_user_limit}` + (sale.buckets > 1 ? ` · ${sale.buckets} buckets` : "") +
-          (sale.require_ticket ? ` · tickets${sale.pow_difficulty ? `, proof of work ${sale.pow_difficulty} bits` : ""}` : "") +
-          (sale.verified_only ? " · verified shoppers only" : "") +
-          (sale.waiting_room ? ` · waiting room, ${sale.admit_per_second}/s` : "")))),
-      el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, "Edit"),
-        el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, "Shopper page"))),
+        el("div", { class: "row" }, badge, when, el("span", { class: "muted" }, userText(sale.item), [
+          money(sale.price_cents),
+          t("admin.dashboard.info.limit", { limit: sale.per_user_limit }),
+          sale.buckets > 1 ? t("admin.dashboard.info.buckets", { n: sale.buckets }) : null,
+          sale.require_ticket ? (sale.pow_difficulty ? t("admin.dashboard.info.ticketsPow", { n: sale.pow_difficulty })
+            : t("admin.dashboard.info.tickets")) : null,
+          sale.verified_only ? t("admin.dashboard.info.verifiedOnly") : null,
+          sale.waiting_room ? t("admin.dashboard.info.room", { rate: sale.admit_per_second }) : null,
+        ].filter(Boolean).map((part) => ` · ${part}`).join("")))),
+      el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, t("admin.common.edit")),
+        el("a", { class: "button small", href: `/#/sales/${id}`, target: "_blank" }, t("admin.dashboard.shopperPage")))),
     dead,
-    el("h2", {}, "Stock and orders"),
-    el("div", { class: "stats" }, stat("sold", "Sold"), stat("remaining", "Remaining"), stat("orders_persisted", "Orders persisted"),
-      stat("orders_pending", "Awaiting payment"), stat("orders_paid", "Paid"), stat("orders_cancelled", "Cancelled")),
-    el("h2", {}, "Buy outcomes"),
-    el("div", { class: "stats" }, rate(Code.OK, "OK"), rate(Code.SoldOut, "Sold out"), rate(Code.LimitExceeded, "Limit"),
-      rate(Code.RateLimited, "Rate limited")),
+    el("h2", {}, t("admin.dashboard.stock")),
+    el("div", { class: "stats" }, stat("sold", t("admin.dashboard.stat.sold")), stat("remaining", t("admin.dashboard.stat.remaining")),
+      stat("orders_persisted", t("admin.dashboard.stat.ordersPersisted")), stat("orders_pending", t("admin.dashboard.stat.ordersPending")),
+      stat("orders_paid", t("admin.dashboard.stat.ordersPaid")), stat("orders_cancelled", t("admin.dashboard.stat.ordersCancelled"))),
+    el("h2", {}, t("admin.dashboard.outcomes")),
+    el("div", { class: "stats" }, rate(Code.OK, t("admin.dashboard.rate.ok")), rate(Code.SoldOut, t("admin.dashboard.rate.soldOut")),
+      rate(Code.LimitExceeded, t("admin.dashboard.rate.limit")), rate(Code.RateLimited, t("admin.dashboard.rate.rateLimited"))),
     roomBox,
-    el("h2", {}, "Bot defence"),
-    el("div", { class: "stats" }, stat("ticket_refusals", "Buys without a good ticket"), stat("challenges", "Challenges solved / issued"),
-      stat("tickets_issued", "Tickets issued"), stat("bad_proofs", "Bad proofs of work")),
-    el("div", { class: "card", style: "margin-top:.6rem" }, el("div", { class: "l" }, "First customers refused for their cap (many within moments: a bot farm)"),
+    el("h2", {}, t("admin.dashboard.defence")),
+    el("div", { class: "stats" }, stat("ticket_refusals", t("admin.dashboard.stat.ticketRefusals")),
+      stat("challenges", t("admin.dashboard.stat.challenges")), stat("tickets_issued", t("admin.dashboard.stat.ticketsIssued")),
+      stat("bad_proofs", t("admin.dashboard.stat.badProofs"))),
+    el("div", { class: "card", style: "margin-top:.6rem" }, el("div", { class: "l" }, t("admin.dashboard.capped")),
       capped),
-    el("h2", {}, "Progress"),
+    el("h2", {}, t("admin.dashboard.progress")),
     el("div", { class: "card" }, canvas,
-      el("div", { class: "muted" }, el("span", {}, el("span", { style: "color:#e0312f", "aria-hidden": "true" }, "■"), " sold"), "  ", el("span", {}, el("span", { style: "color:#9aa3b2", "aria-hidden": "true" }, "■"), " remaining"))),
-    el("h2", {}, "Controls"),
+      el("div", { class: "muted" }, el("span", {}, el("span", { style: "color:#e0312f", "aria-hidden": "true" }, "■"), " ", t("admin.dashboard.legend.sold")), "  ",
+        el("span", {}, el("span", { style: "color:#9aa3b2", "aria-hidden": "true" }, "■"), " ", t("admin.dashboard.legend.remaining")))),
+    el("h2", {}, t("admin.dashboard.controls")),
     el("div", { class: "card" }, ctl),
-    el("h2", {}, "History of changes"),
+    el("h2", {}, t("admin.dashboard.history")),
     el("div", { class: "card" }, timeline));
   loadTimeline(timeline, id);
   v.keep(() => { live = false; });
@@ -589,30 +599,33 @@ async function dashboardView(id) {
   }));
 }
 
-// The audit log's words: what each action is, and each field's label.
-const actionLabel = {
-  "sale.create": "Created the sale", "sale.patch": "Edited the sale", "sale.restock": "Restocked", "sale.pause": "Paused",
-  "sale.resume": "Resumed", "sale.end": "Ended the sale", login: "Logged in", "login.failed": "Failed login",
-  "merchant.create": "Added a merchant", "merchant.disable": "Disabled a merchant", "merchant.enable": "Enabled a merchant",
-  "merchant.payout_account": "Set a payout account", "order.refund": "Refunded an order", "payout.create": "Paid out",
-  "wallet.credit": "Credited a wallet", "totp.enrol": "Set up a second factor", "totp.reset": "Reset a second factor",
+// The audit log's words: what each action is (admin.audit.action.<action>),
+// each field's label (admin.audit.field.<field>) and each role's
+// (admin.audit.role.<role>); one the catalogue lacks shows as it is.
+const auditActions = [
+  "sale.create", "sale.patch", "sale.restock", "sale.pause", "sale.resume", "sale.end", "login", "login.failed",
+  "merchant.create", "merchant.disable", "merchant.enable", "merchant.payout_account", "order.refund", "payout.create",
+  "wallet.credit", "totp.enrol", "totp.reset",
+];
+const known = (prefix, name) => {
+  if (name === undefined || name === null || name === "") return name;
+  const key = prefix + name;
+  const s = t(key);
+  return s === key ? String(name) : s;
 };
-const fieldLabel = {
-  name: "Name", item: "Item", price_cents: "Price", total: "Units for sale", per_user_limit: "Limit per customer",
-  starts_at: "Starts", ends_at: "Ends", status: "Status", buckets: "Stock buckets", require_ticket: "Tickets",
-  pow_difficulty: "Proof of work", verified_only: "Verified shoppers only", waiting_room: "Waiting room",
-  queue_opens_at: "Queue opens", admit_per_second: "Let in a second", merchant_id: "Merchant",
-};
+const actionLabel = (action) => known("admin.audit.action.", action);
+const fieldLabel = (field) => known("admin.audit.field.", field);
+const roleLabel = (role) => known("admin.audit.role.", role);
 // A new sale's row holds every field: these say nothing when off.
 const quietWhenOff = (k, v, after) => (v === 0 || v === false || v === "") || (k === "buckets" && v === 1) ||
   (k === "queue_opens_at" && after && !after.waiting_room) || (k === "admit_per_second" && after && !after.waiting_room);
 
 // fieldValue shows an audited value as the panel shows it elsewhere.
 function fieldValue(k, v) {
-  if (typeof v === "boolean") return v ? "on" : "off";
+  if (typeof v === "boolean") return v ? t("admin.audit.on") : t("admin.audit.off");
   if (k === "price_cents" || k === "amount_cents") return money(v);
   if (k === "status") return statusLabel[v] || v;
-  if (k === "merchant_id") return v ? `merchant ${v}` : "the operator";
+  if (k === "merchant_id") return v ? t("admin.audit.merchant", { id: v }) : t("admin.audit.operator");
   if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return localTime(v);
   return String(v);
 }
@@ -626,21 +639,22 @@ function changes(r) {
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
     .filter((k) => r.before ? JSON.stringify(before[k]) !== JSON.stringify(after[k]) : !quietWhenOff(k, after[k], after));
   if (!keys.length) return "";
-  return el("ul", { class: "changes" }, keys.map((k) => el("li", {}, el("span", { class: "muted" }, `${fieldLabel[k] || k}: `),
+  return el("ul", { class: "changes" }, keys.map((k) => el("li", {}, el("span", { class: "muted" }, t("admin.audit.fieldName", { field: fieldLabel(k) })),
     k in before ? [el("s", {}, userText(fieldValue(k, before[k]))), " → "] : null,
-    k in after ? el("strong", {}, userText(fieldValue(k, after[k]))) : "removed")));
+    k in after ? el("strong", {}, userText(fieldValue(k, after[k]))) : t("admin.audit.removed"))));
 }
 
 // auditList shows audit rows: when (in the reader's time), who, what, and
 // the fields that changed.
 function auditList(rows, withSale) {
-  if (!rows.length) return el("p", { class: "muted", id: "audit-empty" }, "Nothing recorded yet.");
+  if (!rows.length) return el("p", { class: "muted", id: "audit-empty" }, t("admin.audit.empty"));
   return el("div", { class: "table-wrap" }, cards(el("table", { class: "audit" },
-    el("thead", {}, el("tr", {}, ["When", "Who", "What", ...(withSale ? ["Sale"] : []), "Changes", "From"].map((h) => el("th", {}, h)))),
+    el("thead", {}, el("tr", {}, [t("admin.audit.col.when"), t("admin.audit.col.who"), t("admin.audit.col.what"), ...(withSale ? [t("admin.audit.col.sale")] : []),
+      t("admin.audit.col.changes"), t("admin.audit.col.from")].map((h) => el("th", {}, h)))),
     el("tbody", {}, rows.map((r) => el("tr", { "data-audit": r.id },
-      el("td", { class: "muted" }, localTime(r.at)), el("td", {}, userText(r.actor), el("div", { class: "muted small" }, r.role)),
-      el("td", { title: r.action }, actionLabel[r.action] || r.action),
-      ...(withSale ? [el("td", {}, r.sale_id ? el("a", { href: `#/sales/${r.sale_id}` }, `Sale ${r.sale_id}`) : "")] : []),
+      el("td", { class: "muted" }, localTime(r.at)), el("td", {}, userText(r.actor), el("div", { class: "muted small" }, roleLabel(r.role))),
+      el("td", { title: r.action }, actionLabel(r.action)),
+      ...(withSale ? [el("td", {}, r.sale_id ? el("a", { href: `#/sales/${r.sale_id}` }, t("admin.audit.saleLink", { id: r.sale_id })) : "")] : []),
       el("td", {}, changes(r)), el("td", { class: "muted mono" }, r.ip)))))));
 }
 
@@ -666,8 +680,8 @@ async function auditView(query) {
   try {
     a = await guard(() => api("GET", `/admin/api/audit?limit=50&${filter}`));
   } catch (e) {
-    return v.show(el("h1", {}, "Audit log"), el("p", { class: "result bad", id: "audit-error" }, e.message),
-      el("a", { class: "button small", href: "#/audit" }, "Show everything"));
+    return v.show(el("h1", {}, t("admin.audit.title")), el("p", { class: "result bad", id: "audit-error" }, e.message),
+      el("a", { class: "button small", href: "#/audit" }, t("admin.audit.showAll")));
   }
   if (!a) return;
   // The dates are days in the reader's time zone: from the start of
@@ -682,8 +696,8 @@ async function auditView(query) {
   const f = {
     sale_id: el("input", { id: "audit-sale", type: "number", min: "1", step: "1", value: params.get("sale_id") || "" }),
     actor: el("input", { id: "audit-actor", maxlength: "254", value: params.get("actor") || "" }),
-    action: el("select", { id: "audit-action" }, el("option", { value: "" }, "Any"),
-      Object.entries(actionLabel).map(([k, label]) => el("option", { value: k, selected: params.get("action") === k }, label))),
+    action: el("select", { id: "audit-action" }, el("option", { value: "" }, t("admin.audit.filter.any")),
+      auditActions.map((k) => el("option", { value: k, selected: params.get("action") === k }, actionLabel(k)))),
     since: el("input", { id: "audit-since", type: "date", value: day(params.get("since")) }),
     until: el("input", { id: "audit-until", type: "date", value: day(params.get("until"), true) }),
   };
@@ -706,18 +720,19 @@ async function auditView(query) {
   const csv = new URLSearchParams(filter);
   csv.set("format", "csv");
   csv.set("limit", "500");
-  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Audit log"),
+  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, t("admin.audit.title")),
     el("div", { class: "actions" },
-      filter.has("before_id") ? el("a", { class: "button small", href: `#/audit?${newest}`, id: "audit-newest" }, "Newest") : null,
+      filter.has("before_id") ? el("a", { class: "button small", href: `#/audit?${newest}`, id: "audit-newest" }, t("admin.audit.newest")) : null,
       el("a", { class: "button small", href: `/admin/api/audit?${csv}`, download: "seckill-audit.csv", id: "audit-csv" },
-        "Export CSV (500 from here)"))),
+        t("admin.audit.csv", { limit: csv.get("limit") })))),
   el("form", { class: "card filters", id: "audit-filters", onsubmit: apply },
-    el("label", {}, "Sale number", f.sale_id), el("label", {}, "Who (email, or operator)", f.actor),
-    el("label", {}, "What", f.action), el("label", {}, "From", f.since), el("label", {}, "To", f.until),
-    el("div", { class: "row" }, el("button", { class: "small", type: "submit", id: "audit-apply" }, "Filter"),
-      filter.toString() ? el("a", { href: "#/audit", class: "muted" }, "Clear") : null)),
+    el("label", {}, t("admin.audit.filter.sale"), f.sale_id), el("label", {}, t("admin.audit.filter.actor"), f.actor),
+    el("label", {}, t("admin.audit.filter.action"), f.action), el("label", {}, t("admin.audit.filter.since"), f.since),
+    el("label", {}, t("admin.audit.filter.until"), f.until),
+    el("div", { class: "row" }, el("button", { class: "small", type: "submit", id: "audit-apply" }, t("admin.audit.filter.apply")),
+      filter.toString() ? el("a", { href: "#/audit", class: "muted" }, t("admin.audit.filter.clear")) : null)),
   auditList(a.entries, true),
-  a.next_before_id ? el("a", { class: "button small", id: "audit-more", href: `#/audit?${more}` }, "Older entries") : null);
+  a.next_before_id ? el("a", { class: "button small", id: "audit-more", href: `#/audit?${more}` }, t("admin.audit.older")) : null);
 }
 
 // merchantsView lets the operator create, disable and enable merchants.
@@ -736,7 +751,7 @@ async function merchantsView() {
       await guard(() => api("POST", `/admin/api/merchants/${m.id}/${m.disabled ? "enable" : "disable"}`));
       merchantsView();
     } catch (e) { toast(e.message); }
-  } }, m.disabled ? "Enable" : "Disable");
+  } }, m.disabled ? t("admin.merchants.enable") : t("admin.merchants.disable"));
   const email = el("input", { id: "m-email", type: "email", required: true, maxlength: "254" });
   const name = el("input", { id: "m-name", required: true, maxlength: "200" });
   const password = el("input", { id: "m-password", type: "password", required: true, minlength: "10", autocomplete: "new-password" });
@@ -744,22 +759,22 @@ async function merchantsView() {
   // A refusal is shown beside its field.
   const errs = Object.fromEntries(["email", "name", "password"].map((k) =>
     [k, el("span", { class: "err", id: `err-m-${k}`, "aria-live": "polite" })]));
-  const create = el("button", { class: "primary", type: "submit", id: "m-create" }, "Create merchant");
-  v.show(el("h1", {}, "Merchants"),
+  const create = el("button", { class: "primary", type: "submit", id: "m-create" }, t("admin.merchants.create"));
+  v.show(el("h1", {}, t("admin.merchants.title")),
     list.merchants.length ? el("div", { class: "table-wrap" }, cards(el("table", { id: "merchants" },
-      el("thead", {}, el("tr", {}, ["#", "Merchant", "Status", "Second factor", ""].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ["#", t("admin.merchants.col.merchant"), t("admin.merchants.col.status"), t("admin.merchants.col.totp"), ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, list.merchants.map((m) => el("tr", { "data-merchant": m.id },
         el("td", {}, m.id), el("td", {}, el("strong", {}, userText(m.name)), el("div", { class: "muted" }, userText(m.email))),
-        el("td", {}, el("span", { class: `badge ${m.disabled ? Phase.Ended : Phase.Active}` }, m.disabled ? "disabled" : "enabled")),
-        el("td", {}, m.totp ? el("span", {}, "enrolled ", el("button", { class: "ghost small", "data-reset": m.id, onclick: async () => {
-          if (!confirm(`Remove ${m.email}'s second factor? It logs in with its password alone until it enrols again.`)) return;
+        el("td", {}, el("span", { class: `badge ${m.disabled ? Phase.Ended : Phase.Active}` }, m.disabled ? t("admin.merchants.disabled") : t("admin.merchants.enabled"))),
+        el("td", {}, m.totp ? el("span", {}, t("admin.merchants.enrolled"), " ", el("button", { class: "ghost small", "data-reset": m.id, onclick: async () => {
+          if (!confirm(t("admin.merchants.resetConfirm", { email: m.email }))) return;
           try {
             await guard(() => api("POST", `/admin/api/merchants/${m.id}/totp/reset`));
             merchantsView();
           } catch (e) { toast(e.message); }
-        } }, "Reset")) : "—"), el("td", {}, toggle(m))))))))
-      : el("p", { class: "empty" }, "No merchants yet."),
-    el("h2", {}, "New merchant"),
+        } }, t("admin.merchants.reset"))) : "—"), el("td", {}, toggle(m))))))))
+      : el("p", { class: "empty" }, t("admin.merchants.empty")),
+    el("h2", {}, t("admin.merchants.new")),
     el("form", { class: "card sale-form", id: "merchant-form", onsubmit: async (ev) => {
       ev.preventDefault();
       err.replaceChildren();
@@ -768,17 +783,17 @@ async function merchantsView() {
       create.disabled = true;
       try {
         const m = await guard(() => api("POST", "/admin/api/merchants", { email: email.value.trim(), name: name.value.trim(), password: password.value }));
-        if (m) { toast(`Merchant ${m.email} created`); merchantsView(); }
+        if (m) { toast(t("admin.toast.merchantCreated", { email: m.email })); merchantsView(); }
       } catch (e) {
-        if (e.code === Code.EmailTaken) errs.email.textContent = "A merchant or a shopper already uses this email: choose another.";
+        if (e.code === Code.EmailTaken) errs.email.textContent = t("admin.merchants.emailTaken");
         const mine = (e.fields || []).filter((f) => errs[f.field]);
         for (const f of mine) errs[f.field].textContent = f.message;
         if (e.code !== Code.EmailTaken && !mine.length) err.replaceChildren(el("div", { class: "result bad" }, e.message));
       }
       create.disabled = false;
     } },
-    el("label", {}, "Email", email, errs.email), el("label", {}, "Name", name, errs.name),
-    el("label", {}, "First password (10 characters or more; tell them to keep it safe)", password, errs.password),
+    el("label", {}, t("admin.merchants.email"), email, errs.email), el("label", {}, t("admin.merchants.name"), name, errs.name),
+    el("label", {}, t("admin.merchants.password"), password, errs.password),
     el("div", { class: "full" }, err), el("div", { class: "full" }, create)));
 }
 
@@ -793,19 +808,19 @@ async function meView() {
     try {
       const e = await guard(() => api("POST", "/admin/api/me/totp"));
       if (!e) return;
-      out.replaceChildren(el("p", {}, "Add this key to your authenticator app (or open the link on your phone), then type the code it shows:"),
-        el("p", { class: "mono", id: "totp-secret" }, e.secret), el("p", {}, el("a", { href: e.otpauth_url }, "otpauth link")),
+      out.replaceChildren(el("p", {}, t("admin.totp.instructions")),
+        el("p", { class: "mono", id: "totp-secret" }, e.secret), el("p", {}, el("a", { href: e.otpauth_url }, t("admin.totp.link"))),
         el("div", { class: "row" }, code, el("button", { class: "primary", id: "totp-confirm", onclick: async () => {
           try {
             await guard(() => api("POST", "/admin/api/me/totp/confirm", { code: code.value.trim() }));
-            out.replaceChildren(el("p", { class: "result ok" }, "Second factor on: log in with a code from now on."));
+            out.replaceChildren(el("p", { class: "result ok" }, t("admin.totp.done")));
           } catch (err) { toast(err.message); }
-        } }, "Confirm")));
+        } }, t("admin.totp.confirm"))));
     } catch (e) {
       out.replaceChildren(el("p", { class: "result bad" }, e.message));
     }
-  } }, "Set up a second factor");
-  v.show(el("h1", {}, "Second factor"), el("div", { class: "card" }, start, out));
+  } }, t("admin.totp.start"));
+  v.show(el("h1", {}, t("admin.totp.title")), el("div", { class: "card" }, start, out));
 }
 
 // balanceView shows an account's balance and its statement: a merchant's
@@ -822,24 +837,24 @@ async function balanceView(merchant) {
     b = await guard(() => api("GET", `/admin/api/balance${of ? `?${of}` : ""}`));
     if (b && me.role === "operator") merchants = ((await guard(() => api("GET", "/admin/api/merchants"))) || { merchants: [] }).merchants;
   } catch (e) {
-    return v.show(el("h1", {}, "Balance"), el("p", { class: "result bad" }, e.message));
+    return v.show(el("h1", {}, t("admin.balance.title")), el("p", { class: "result bad" }, e.message));
   }
   if (!b) return;
   setCurrency(b.currency);
   const operator = me.role === "operator";
   const named = merchants.find((m) => m.id === merchant);
   const balance = el("div", { class: "n", id: "balance" }, money(b.balance_cents));
-  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, "Updating: the latest movements are on their way…");
+  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, t("admin.balance.updating"));
   const refunded = new Set(); // orders the lines shown were refunded: no button on their charge (a refund is newer)
   const st = statement(b.account, async (before) => (await guard(() => api("GET",
     `/admin/api/transfers?limit=20${of ? `&${of}` : ""}${before ? `&before_id=${encodeURIComponent(before)}` : ""}`))) || { transfers: [] },
-  (t) => {
-    if (t.kind === TransferKind.Refund) refunded.add(t.order_id);
-    if (t.kind !== TransferKind.Charge || !t.order_id || refunded.has(t.order_id)) return null;
-    return el("button", { class: "small", type: "button", "data-refund": t.order_id, onclick: () => {
-      order.value = t.order_id;
+  (line) => {
+    if (line.kind === TransferKind.Refund) refunded.add(line.order_id);
+    if (line.kind !== TransferKind.Charge || !line.order_id || refunded.has(line.order_id)) return null;
+    return el("button", { class: "small", type: "button", "data-refund": line.order_id, onclick: () => {
+      order.value = line.order_id;
       reason.focus();
-    } }, "Refund…");
+    } }, t("admin.balance.refundLine"));
   });
   // The balance read above is the first; the view follows the account
   // from there (common.js keepCurrent).
@@ -857,48 +872,49 @@ async function balanceView(merchant) {
   // Refund an order: the server refuses what it must (another's order, a
   // refund made already, an account that paid the money out), in words.
   const order = el("input", { id: "refund-order", maxlength: "64", autocomplete: "off", spellcheck: "false" });
-  const reason = el("input", { id: "refund-reason", maxlength: "200", placeholder: "e.g. damaged in transit" });
+  const reason = el("input", { id: "refund-reason", maxlength: "200", placeholder: t("admin.balance.refundReasonExample") });
   const refundErr = el("p", { class: "err", id: "refund-error", role: "alert" });
   const refundOut = el("div", { id: "refund-result" });
-  const refund = el("button", { class: "primary", type: "submit", id: "refund-submit" }, "Refund");
+  const refund = el("button", { class: "primary", type: "submit", id: "refund-submit" }, t("admin.balance.refundSubmit"));
   const refundForm = el("form", { class: "card stack money-form", id: "refund-form", novalidate: true, onsubmit: async (ev) => {
     ev.preventDefault();
     refundErr.textContent = "";
     refundOut.replaceChildren();
     const id = order.value.trim(), why = reason.value.trim();
     if (!id || !why) {
-      refundErr.textContent = "Type the order's id and the reason for the refund.";
+      refundErr.textContent = t("admin.balance.refundMissing");
       return;
     }
     refund.disabled = true;
     try {
       const o = await guard(() => api("POST", `/admin/api/orders/${encodeURIComponent(id)}/refund`, { reason: why }));
       if (o) {
-        refundOut.replaceChildren(el("div", { class: "result good" }, "Order ", el("span", { class: "mono" }, o.order_id),
-          ` refunded: ${money(o.amount_cents)} went back to the shopper's wallet, and its ${o.qty} unit${o.qty === 1 ? " is" : "s are"} on sale again.`));
+        refundOut.replaceChildren(el("div", { class: "result good" }, tx("admin.balance.refunded",
+          { order: el("span", { class: "mono" }, o.order_id), amount: money(o.amount_cents), n: o.qty })));
         order.value = "";
         reason.value = "";
-        current.awaiting((ts) => ts.some((t) => t.kind === TransferKind.Refund && t.order_id === o.order_id));
+        current.awaiting((ts) => ts.some((x) => x.kind === TransferKind.Refund && x.order_id === o.order_id));
       }
     } catch (e) {
       refundErr.textContent = errorText(e);
     }
     refund.disabled = false;
   } },
-  el("h2", {}, "Refund an order"),
-  el("p", { class: "muted", style: "margin:0" }, "The whole payment goes back to the shopper's wallet, from this account and the platform's fee."),
-  el("label", {}, "Order id", order), el("label", {}, "Reason (for the audit log)", reason), refundErr, refund, refundOut);
+  el("h2", {}, t("admin.balance.refundTitle")),
+  el("p", { class: "muted", style: "margin:0" }, t("admin.balance.refundIntro")),
+  el("label", {}, t("admin.balance.orderId"), order), el("label", {}, t("admin.balance.reason"), reason), refundErr, refund, refundOut);
 
   // The operator's goodwill: from the platform's account to a wallet, once
   // per request id (kept while the same credit is retried).
   let creditForm = null;
   if (operator) {
-    const user = el("input", { id: "credit-user", maxlength: "64", autocomplete: "off", spellcheck: "false", placeholder: "the shopper's id, e.g. g_…" });
-    const amount = el("input", { id: "credit-amount", inputmode: "decimal", autocomplete: "off", placeholder: `e.g. ${toUnits(500)}` });
-    const why = el("input", { id: "credit-reason", maxlength: "200", placeholder: "e.g. late delivery" });
+    const user = el("input", { id: "credit-user", maxlength: "64", autocomplete: "off", spellcheck: "false", placeholder: t("admin.balance.creditUserExample", { example: "g_…" }) });
+    const amount = el("input", { id: "credit-amount", inputmode: "decimal", autocomplete: "off",
+      placeholder: t("admin.balance.amountExample", { example: toUnits(500) }) });
+    const why = el("input", { id: "credit-reason", maxlength: "200", placeholder: t("admin.balance.creditReasonExample") });
     const err = el("p", { class: "err", id: "credit-error", role: "alert" });
     const out = el("div", { id: "credit-result" });
-    const submit = el("button", { class: "primary", type: "submit", id: "credit-submit" }, "Credit");
+    const submit = el("button", { class: "primary", type: "submit", id: "credit-submit" }, t("admin.balance.creditSubmit"));
     let intent = null; // {key, id}
     creditForm = el("form", { class: "card stack money-form", id: "credit-form", novalidate: true, onsubmit: async (ev) => {
       ev.preventDefault();
@@ -906,30 +922,31 @@ async function balanceView(merchant) {
       out.replaceChildren();
       const cents = parseUnits(amount.value);
       if (!user.value.trim() || !why.value.trim() || cents === null || cents < 1) {
-        err.textContent = `Type the shopper's id, an amount in ${currentCurrency()} (like ${toUnits(500)}) and a reason.`;
+        err.textContent = t("admin.balance.creditMissing", { currency: currentCurrency(), example: toUnits(500) });
         return;
       }
       const key = [user.value.trim(), cents, why.value.trim()].join("\n");
       if (!intent || intent.key !== key) intent = { key, id: requestID() };
       submit.disabled = true;
       try {
-        const t = await guard(() => api("POST", `/admin/api/wallets/${encodeURIComponent(user.value.trim())}/credit`,
+        const tr = await guard(() => api("POST", `/admin/api/wallets/${encodeURIComponent(user.value.trim())}/credit`,
           { amount_cents: cents, reason: why.value.trim(), request_id: intent.id }));
-        if (t) {
-          out.replaceChildren(el("div", { class: "result good" }, `Credited ${money(t.amount_cents)} to `,
-            el("span", { class: "mono" }, user.value.trim()), "'s wallet."));
+        if (tr) {
+          out.replaceChildren(el("div", { class: "result good" }, tx("admin.balance.credited",
+            { amount: money(tr.amount_cents), user: el("span", { class: "mono" }, user.value.trim()) })));
           intent = null;
           user.value = amount.value = why.value = "";
-          if (b.account === t.debit) current.awaiting((ts) => ts.some((x) => x.id === t.id));
+          if (b.account === tr.debit) current.awaiting((ts) => ts.some((x) => x.id === tr.id));
         }
       } catch (e) {
         err.textContent = errorText(e);
       }
       submit.disabled = false;
     } },
-    el("h2", {}, "Credit a wallet"),
-    el("p", { class: "muted", style: "margin:0" }, "Goodwill from the platform's account to a shopper's wallet (the shopper's id is on their wallet page)."),
-    el("label", {}, "Shopper id", user), el("label", {}, `Amount (${currentCurrency()})`, amount), el("label", {}, "Reason (for the audit log)", why),
+    el("h2", {}, t("admin.balance.creditTitle")),
+    el("p", { class: "muted", style: "margin:0" }, t("admin.balance.creditIntro")),
+    el("label", {}, t("admin.balance.shopperId"), user), el("label", {}, t("admin.balance.amount", { currency: currentCurrency() }), amount),
+    el("label", {}, t("admin.balance.reason"), why),
     err, submit, out);
   }
 
@@ -938,11 +955,11 @@ async function balanceView(merchant) {
   // again, never sent twice).
   let payoutForm = null;
   if (me.role === "merchant") {
-    const amount = el("input", { id: "payout-amount", inputmode: "decimal", autocomplete: "off", placeholder: `e.g. ${toUnits(10000)}` });
+    const amount = el("input", { id: "payout-amount", inputmode: "decimal", autocomplete: "off", placeholder: t("admin.balance.amountExample", { example: toUnits(10000) }) });
     const code = el("input", { id: "payout-code", inputmode: "numeric", maxlength: "6", autocomplete: "one-time-code" });
     const err = el("p", { class: "err", id: "payout-error", role: "alert" });
     const out = el("div", { id: "payout-result" });
-    const submit = el("button", { class: "primary", type: "submit", id: "payout-submit" }, "Pay out");
+    const submit = el("button", { class: "primary", type: "submit", id: "payout-submit" }, t("admin.balance.payoutSubmit"));
     let intent = null; // {cents, id}
     payoutForm = el("form", { class: "card stack money-form", id: "payout-form", novalidate: true, onsubmit: async (ev) => {
       ev.preventDefault();
@@ -950,7 +967,7 @@ async function balanceView(merchant) {
       out.replaceChildren();
       const cents = parseUnits(amount.value);
       if (cents === null || cents < 1) {
-        err.textContent = `Type an amount in ${currentCurrency()}, like ${toUnits(10000)}.`;
+        err.textContent = t("admin.balance.payoutMissing", { currency: currentCurrency(), example: toUnits(10000) });
         return;
       }
       if (!intent || intent.cents !== cents) intent = { cents, id: requestID() };
@@ -959,8 +976,8 @@ async function balanceView(merchant) {
         const p = await guard(() => api("POST", "/admin/api/payouts", { amount_cents: cents, request_id: intent.id, totp: code.value.trim() }));
         if (p) {
           out.replaceChildren(p.status === PayoutStatus.Failed
-            ? el("div", { class: "result bad" }, `The provider refused the payout of ${money(p.amount_cents)}: the money is back in your account.`)
-            : el("div", { class: "result good" }, `${money(p.amount_cents)} is on its way to your bank.`));
+            ? el("div", { class: "result bad" }, t("admin.balance.payoutFailed", { amount: money(p.amount_cents) }))
+            : el("div", { class: "result good" }, t("admin.balance.payoutSent", { amount: money(p.amount_cents) })));
           intent = null;
           amount.value = code.value = "";
           current.awaiting((ts) => ts.some((x) => x.payout_id === p.payout_id));
@@ -970,27 +987,26 @@ async function balanceView(merchant) {
       }
       submit.disabled = false;
     } },
-    el("h2", {}, "Pay out"),
-    el("p", { class: "muted", style: "margin:0" }, "From this account to your bank, through the payment provider."),
-    el("label", {}, `Amount (${currentCurrency()})`, amount),
-    el("label", {}, "Authenticator code (if you set one up)", code),
+    el("h2", {}, t("admin.balance.payoutTitle")),
+    el("p", { class: "muted", style: "margin:0" }, t("admin.balance.payoutIntro")),
+    el("label", {}, t("admin.balance.amount", { currency: currentCurrency() }), amount),
+    el("label", {}, t("admin.balance.payoutCode"), code),
     err, submit, out);
   }
 
-  const whose = operator ? el("select", { id: "balance-of", "aria-label": "Whose account", onchange: (ev) => {
+  const whose = operator ? el("select", { id: "balance-of", "aria-label": t("admin.balance.whose"), onchange: (ev) => {
     location.hash = ev.target.value === "0" ? "#/balance" : `#/balance/${ev.target.value}`;
-  } }, el("option", { value: "0", selected: !merchant }, "The platform"),
-  merchants.map((m) => el("option", { value: String(m.id), selected: m.id === merchant }, `${m.name} (${m.email})`))) : null;
-  const title = !operator ? "Your account" : merchant ? (named ? userText(named.name) : `Merchant ${merchant}`) : "The platform's account";
-  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, "Balance"), whose),
+  } }, el("option", { value: "0", selected: !merchant }, t("admin.balance.platform")),
+  merchants.map((m) => el("option", { value: String(m.id), selected: m.id === merchant }, t("admin.common.merchantOption", { name: m.name, email: m.email })))) : null;
+  const title = !operator ? t("admin.balance.yourAccount") : merchant ? (named ? userText(named.name) : t("admin.balance.merchantAccount", { id: merchant }))
+    : t("admin.balance.platformAccount");
+  v.show(el("div", { class: "row", style: "justify-content:space-between" }, el("h1", {}, t("admin.balance.title")), whose),
     el("div", { class: "money-top" },
       el("section", { class: "card balance" }, el("div", { class: "l" }, title), balance,
-        el("p", { class: "muted small" }, "Account ", el("span", { class: "mono", id: "balance-account" }, b.account)),
-        el("p", { class: "muted small" }, operator && !merchant
-          ? "Platform fees and the operator's own sales come in; goodwill credits go out (it may go below zero)."
-          : "Paid orders come in, less the platform's fee; refunds and payouts go out.")),
+        el("p", { class: "muted small" }, tx("admin.balance.account", { account: el("span", { class: "mono", id: "balance-account" }, b.account) })),
+        el("p", { class: "muted small" }, operator && !merchant ? t("admin.balance.platformNote") : t("admin.balance.merchantNote"))),
       payoutForm, refundForm, creditForm),
-    el("h2", {}, "Statement"), behind, st.box);
+    el("h2", {}, t("admin.balance.statement")), behind, st.box);
 }
 
 function route() {
@@ -1009,5 +1025,6 @@ function route() {
 
 addEventListener("hashchange", route);
 (async () => {
+  await loadLanguage();
   if (await whoAmI()) route(); else loginView();
 })();

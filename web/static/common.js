@@ -4,6 +4,78 @@ import { Code, Local, Phase, TransferKind } from "./codes.js";
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
+// Languages: every string the pages show is in one catalogue per
+// language (/static/i18n/<lang>.json; the server answers refusals from
+// the same files), chosen by the shopper (kept in localStorage) or else
+// by the browser's languages; numbers, money and times are written the
+// language's way. loadLanguage runs before a page draws anything.
+export const languages = [{ tag: "en", name: "English" }, { tag: "zh-CN", name: "简体中文" }];
+const langKey = "seckill.lang";
+let lang = "en";
+let catalogue = {};
+export const currentLang = () => lang;
+
+function pickLang() {
+  let saved = null;
+  try { saved = localStorage.getItem(langKey); } catch (e) { /* private mode: the browser's */ }
+  if (languages.some((l) => l.tag === saved)) return saved;
+  for (const l of navigator.languages || [navigator.language || "en"]) {
+    if (/^zh(-|$)/i.test(l)) return "zh-CN"; // Traditional readers get the closest we have
+    if (/^en(-|$)/i.test(l)) return "en";
+  }
+  return "en";
+}
+
+export async function loadLanguage() {
+  lang = pickLang();
+  document.documentElement.lang = lang;
+  try {
+    catalogue = await (await fetch(`/static/i18n/${lang}.json`)).json();
+  } catch (e) {
+    catalogue = {}; // the keys show; the page still works
+  }
+  for (const e of document.querySelectorAll("[data-i18n]")) e.textContent = t(e.dataset.i18n);
+  if (document.documentElement.dataset.title) document.title = t(document.documentElement.dataset.title);
+  $("#lang-slot")?.replaceChildren(languageSwitch());
+}
+
+// t is key's string in the page's language, its {name}s filled from
+// vars; with vars.n, the plural form key.one / key.other the language
+// picks for n.
+export function t(key, vars = {}) {
+  let s = catalogue[key];
+  if (typeof vars.n === "number") {
+    s = catalogue[`${key}.${new Intl.PluralRules(lang).select(vars.n)}`] ?? catalogue[`${key}.other`] ?? s;
+  }
+  if (s === undefined) return key;
+  return s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+}
+
+// tx is t for a sentence with parts that are elements: it returns the
+// string's pieces with each {name} replaced by vars[name] as it is (a
+// node stays a node), for el's children.
+export function tx(key, vars = {}) {
+  const s = t(key, Object.fromEntries(Object.entries(vars).filter(([, v]) => !(v instanceof Node))));
+  const out = [];
+  let last = 0;
+  for (const m of s.matchAll(/\{(\w+)\}/g)) {
+    out.push(s.slice(last, m.index), m[1] in vars ? vars[m[1]] : m[0]);
+    last = m.index + m[0].length;
+  }
+  out.push(s.slice(last));
+  return out.filter((p) => p !== "");
+}
+
+// languageSwitch is the header's choice of language: choosing reloads
+// the page in it.
+export function languageSwitch() {
+  const sel = el("select", { id: "lang", "aria-label": t("lang.choose"), class: "lang", onchange: () => {
+    try { localStorage.setItem(langKey, sel.value); } catch (e) { /* this page only */ }
+    location.reload();
+  } }, languages.map((l) => el("option", { value: l.tag, selected: l.tag === lang, lang: l.tag }, l.name)));
+  return sel;
+}
+
 // userText shows a name someone typed (a sale, an item, a shopper) as
 // text, isolated from the text around it (bdi), with any invisible
 // direction-control character shown as U+FFFD: the API refuses them, but
@@ -96,11 +168,12 @@ export async function api(method, path, body) {
     res = await fetch(path, {
       method,
       credentials: "same-origin",
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      // Refusals come back in the page's language (their codes never change).
+      headers: body === undefined ? { "Accept-Language": lang } : { "Accept-Language": lang, "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
-    throw new ApiError(0, Local.Network, "The server cannot be reached. Check your connection.");
+    throw new ApiError(0, Local.Network, t("common.network"));
   }
   noteServerDate(res);
   let data = null;
@@ -145,7 +218,7 @@ export const currentCurrency = () => currency;
 // minorDigits is how many of the currency's minor units make a unit's
 // decimals: 2 for USD, 0 for JPY, 3 for BHD.
 export const minorDigits = (c = currency) =>
-  new Intl.NumberFormat(undefined, { style: "currency", currency: c }).resolvedOptions().maximumFractionDigits;
+  new Intl.NumberFormat(lang, { style: "currency", currency: c }).resolvedOptions().maximumFractionDigits;
 
 // toUnits writes an integer of minor units as a decimal string of units,
 // exactly ("4999" → "49.99"), never through a float.
@@ -161,7 +234,7 @@ export function toUnits(minor, c = currency) {
 // money formats minor units as an amount in the currency; signed shows a
 // + before a positive amount (a statement's credits).
 export function money(minor, signed = false) {
-  const f = new Intl.NumberFormat(undefined, { style: "currency", currency, signDisplay: signed ? "exceptZero" : "auto" });
+  const f = new Intl.NumberFormat(lang, { style: "currency", currency, signDisplay: signed ? "exceptZero" : "auto" });
   return f.format(toUnits(minor)); // a decimal string formats exactly
 }
 
@@ -191,18 +264,19 @@ export function requestID() {
   return btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+// labels is a table of the catalogue's words by a code or a state:
+// labels("common.kind")[TransferKind.Topup] is "common.kind.topup"'s
+// string (undefined for one the catalogue lacks).
+const labels = (prefix) => new Proxy({}, { get: (_, k) => (typeof k === "string" && `${prefix}.${k}` in catalogue ? t(`${prefix}.${k}`) : undefined) });
+
 // kindLabel names a statement line's kind.
-export const kindLabel = {
-  [TransferKind.Topup]: "Top-up", [TransferKind.Charge]: "Order payment", [TransferKind.Fee]: "Platform fee",
-  [TransferKind.Refund]: "Refund", [TransferKind.Credit]: "Goodwill credit", [TransferKind.Payout]: "Payout",
-  [TransferKind.Void]: "Payment returned",
-};
+export const kindLabel = labels("common.kind");
 
 // The platform's account (seckill.PlatformAccount): a fee it pays is the
 // fee of a refunded order, going back to the wallet.
 const platformAccount = "platform";
-const lineLabel = (t) => (t.kind === TransferKind.Fee && t.debit === platformAccount ? "Fee returned"
-  : t.kind === TransferKind.Void && t.payout_id ? "Payout returned" : kindLabel[t.kind] || t.kind);
+const lineLabel = (tr) => (tr.kind === TransferKind.Fee && tr.debit === platformAccount ? t("common.kind.fee_returned")
+  : tr.kind === TransferKind.Void && tr.payout_id ? t("common.kind.payout_returned") : kindLabel[tr.kind] || tr.kind);
 
 // statement shows an account's statement, newest first: load(before)
 // answers a page ({transfers, next_before_id?}); "Load more" appends the
@@ -212,23 +286,24 @@ const lineLabel = (t) => (t.kind === TransferKind.Fee && t.debit === platformAcc
 // older pages loaded stay).
 export function statement(account, load, action = null) {
   const body = el("tbody", {});
-  const more = el("button", { class: "small", id: "statement-more", type: "button", hidden: true }, "Load more");
+  const more = el("button", { class: "small", id: "statement-more", type: "button", hidden: true }, t("common.statement.more"));
   const err = el("p", { class: "err", id: "statement-error", role: "alert" });
-  const empty = el("p", { class: "empty", id: "statement-empty", hidden: true }, "No money has moved yet.");
+  const empty = el("p", { class: "empty", id: "statement-empty", hidden: true }, t("common.statement.empty"));
   const table = el("div", { class: "table-wrap", hidden: true }, el("table", { class: "statement" },
-    el("thead", {}, el("tr", {}, el("th", {}, "What"), el("th", { class: "amount" }, "Amount"), el("th", { class: "amount" }, "Balance"))),
+    el("thead", {}, el("tr", {}, el("th", {}, t("common.statement.what")), el("th", { class: "amount" }, t("common.statement.amount")),
+      el("th", { class: "amount" }, t("common.statement.balance")))),
     body));
   let next = "", newest = null;
-  const row = (t) => {
-    const incoming = t.credit === account;
-    const ref = t.order_id ? ["order ", orderRef(t.order_id)]
-      : t.payout_id ? ["payout ", el("span", { class: "mono" }, t.payout_id)] : [];
-    const act = action ? action(t) : null;
-    return el("tr", { "data-transfer": t.id, "data-kind": t.kind },
-      el("td", {}, el("strong", {}, lineLabel(t)), el("div", { class: "muted small" }, localTime(t.at)),
+  const row = (tr) => {
+    const incoming = tr.credit === account;
+    const ref = tr.order_id ? tx("common.statement.order", { order: orderRef(tr.order_id) })
+      : tr.payout_id ? tx("common.statement.payout", { payout: el("span", { class: "mono" }, tr.payout_id) }) : [];
+    const act = action ? action(tr) : null;
+    return el("tr", { "data-transfer": tr.id, "data-kind": tr.kind },
+      el("td", {}, el("strong", {}, lineLabel(tr)), el("div", { class: "muted small" }, localTime(tr.at)),
         ref.length ? el("div", { class: "muted small" }, ref) : null, act ? el("div", { class: "line-action" }, act) : null),
-      el("td", { class: `amount ${incoming ? "in" : "out"}` }, money(incoming ? t.amount_cents : -t.amount_cents, true)),
-      el("td", { class: "amount" }, money(t.balance_after_cents)));
+      el("td", { class: `amount ${incoming ? "in" : "out"}` }, money(incoming ? tr.amount_cents : -tr.amount_cents, true)),
+      el("td", { class: "amount" }, money(tr.balance_after_cents)));
   };
   const show = (page, append) => {
     const rows = page.transfers.map(row);
@@ -325,12 +400,13 @@ export function orderRef(id, attrs = {}) {
   return el("span", { class: "mono ref", title: id, "data-order-id": id, ...attrs }, "#" + String(id).split("-")[0].slice(-8));
 }
 
-export const localTime = (iso) => new Date(iso).toLocaleString();
+export const localTime = (iso) => new Date(iso).toLocaleString(lang);
 
-export const statusLabel = {
-  [Phase.Scheduled]: "Starts soon", [Phase.Active]: "On sale", [Phase.Paused]: "Paused", [Phase.SoldOut]: "Sold out",
-  [Phase.Ended]: "Ended",
-};
+// number writes a count the language's way (1,234 or 1,234).
+export const number = (n) => Number(n).toLocaleString(lang);
+
+// statusLabel names a sale's status (its Phase).
+export const statusLabel = labels("common.status");
 
 // status as of now, from a sale's fields (the server sends it too; this
 // keeps countdown pages right between updates).

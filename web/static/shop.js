@@ -5,6 +5,7 @@
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, liveStatus, watchStock, ticker,
   noteServerTime, serverNow, setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, orderRef, cards,
+  loadLanguage, t, tx, number,
 } from "./common.js";
 import { Code, Local, Phase, QueueStatus, OrderStatus, TopupStatus } from "./codes.js";
 import { passkeysSupported, registerPasskey, signInWithPasskey } from "./passkey.js";
@@ -19,13 +20,13 @@ function renderWho() {
   if (!me) return who.replaceChildren();
   const extra = [];
   if (me.kind === "account" && me.verified && identity.passkeys && passkeysSupported()) {
-    extra.push(el("button", { class: "ghost small", id: "add-passkey", onclick: addPasskey }, "Add a passkey"));
+    extra.push(el("button", { class: "ghost small", id: "add-passkey", onclick: addPasskey }, t("shop.who.add_passkey")));
   }
   who.replaceChildren(...[
-    el("span", { class: "hide-narrow" }, "Signed in as "), el("strong", { id: "who-name" }, userText(me.name)),
-    me.verified ? el("span", { class: "badge verified", title: "Verified identity" }, "verified") : null,
+    el("span", { class: "hide-narrow" }, t("shop.who.signed_in_as")), " ", el("strong", { id: "who-name" }, userText(me.name)),
+    me.verified ? el("span", { class: "badge verified", title: t("shop.who.verified_title") }, t("shop.who.verified")) : null,
     ...extra,
-    el("button", { class: "ghost small", id: "signout", onclick: signOut }, "Sign out"),
+    el("button", { class: "ghost small", id: "signout", onclick: signOut }, t("shop.who.sign_out")),
   ].filter(Boolean));
   renderBanner();
 }
@@ -34,17 +35,17 @@ function renderWho() {
 function renderBanner() {
   document.querySelector(".banner")?.remove();
   if (!me || me.kind !== "account" || me.verified) return;
-  const msg = el("span", {}, "Confirm your email: we sent you a link. Sales for verified shoppers only open to you after that. ");
+  const msg = el("span", {}, t("shop.banner.confirm") + " ");
   const again = el("button", { class: "ghost small", id: "resend", onclick: async () => {
     again.disabled = true;
     try {
       await api("POST", "/api/accounts/resend", {});
-      msg.textContent = "Sent again: check your mail. ";
+      msg.textContent = t("shop.banner.sent") + " ";
     } catch (e) {
       msg.textContent = e.message + " ";
       again.disabled = false;
     }
-  } }, "Send the link again");
+  } }, t("shop.banner.resend"));
   document.querySelector("header.top").after(el("div", { class: "banner" }, msg, again));
 }
 
@@ -53,9 +54,9 @@ async function addPasskey() {
   b.disabled = true;
   try {
     await registerPasskey();
-    b.textContent = "Passkey added";
+    b.textContent = t("shop.who.passkey_added");
   } catch (e) {
-    alert(e.message || "The passkey was not added.");
+    alert(e.message || t("shop.who.passkey_failed"));
     b.disabled = false;
   }
 }
@@ -83,7 +84,7 @@ function signInView(next) {
   const v = pg.begin();
   nav("");
   const has = (src) => identity.sources.includes(src);
-  const parts = [el("h1", {}, "Sign in")];
+  const parts = [el("h1", {}, t("shop.signin.title"))];
   const err = el("p", { class: "err", id: "signin-error", role: "alert" });
   const run = (button, fn) => async (ev) => {
     ev?.preventDefault();
@@ -100,36 +101,36 @@ function signInView(next) {
   if (has("oidc") && identity.oidc_login) {
     const back = location.pathname + location.hash;
     parts.push(el("a", { class: "button primary", id: "signin-oidc",
-      href: `${identity.oidc_login}?next=${encodeURIComponent(back)}` }, "Sign in with your shop account"));
+      href: `${identity.oidc_login}?next=${encodeURIComponent(back)}` }, t("shop.signin.oidc")));
   }
   if (has("accounts")) {
     const email = el("input", { id: "email", type: "email", maxlength: "254", required: true, autocomplete: "username" });
     const password = el("input", { id: "password", type: "password", minlength: "10", maxlength: "256", required: true,
       autocomplete: "current-password" });
-    const signIn = el("button", { class: "primary", type: "submit", id: "signin-password" }, "Sign in");
-    const signUp = el("button", { class: "ghost", type: "button", id: "signup" }, "Create an account");
+    const signIn = el("button", { class: "primary", type: "submit", id: "signin-password" }, t("shop.signin.submit"));
+    const signUp = el("button", { class: "ghost", type: "button", id: "signup" }, t("shop.signin.signup"));
     signUp.onclick = () => {
       if (!email.reportValidity() || !password.reportValidity()) return;
       run(signUp, () => api("POST", "/api/accounts", { email: email.value, password: password.value }))();
     };
     parts.push(el("form", { class: "stack", onsubmit: run(signIn, () =>
       api("POST", "/api/session", { email: email.value, password: password.value })) },
-    el("label", {}, "Email", email), el("label", {}, "Password (10 characters or more)", password),
+    el("label", {}, t("shop.signin.email"), email), el("label", {}, t("shop.signin.password"), password),
     el("div", { class: "row" }, signIn, signUp)));
     if (identity.passkeys && passkeysSupported()) {
-      const pk = el("button", { class: "ghost", type: "button", id: "signin-passkey" }, "Sign in with a passkey");
+      const pk = el("button", { class: "ghost", type: "button", id: "signin-passkey" }, t("shop.signin.passkey"));
       pk.onclick = run(pk, signInWithPasskey);
       parts.push(pk);
     }
   }
   if (has("guest")) {
-    const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: "e.g. alice" });
-    const submit = el("button", { class: "primary", type: "submit", id: "signin" }, "Sign in as a guest");
+    const name = el("input", { id: "name", name: "name", maxlength: "64", required: true, autocomplete: "nickname", placeholder: t("shop.signin.name_example") });
+    const submit = el("button", { class: "primary", type: "submit", id: "signin" }, t("shop.signin.guest"));
     parts.push(el("form", { class: "stack", onsubmit: run(submit, () => api("POST", "/api/session", { name: name.value })) },
-      el("p", { class: "muted" }, "Or pick a name to shop with, no password needed (development and demos)."),
-      el("label", {}, "Your name", name), submit));
+      el("p", { class: "muted" }, t("shop.signin.guest_note")),
+      el("label", {}, t("shop.signin.name"), name), submit));
   }
-  if (parts.length === 1) parts.push(el("p", { class: "muted" }, "This shop offers no way to sign in yet."));
+  if (parts.length === 1) parts.push(el("p", { class: "muted" }, t("shop.signin.none")));
   // A sign-in at the provider that failed comes back with the reason.
   const failed = new URLSearchParams(location.search).get("signin_error");
   if (failed) {
@@ -149,15 +150,15 @@ async function verifyView() {
   const token = new URLSearchParams(location.search).get("token") || "";
   history.replaceState(null, "", "/"); // the token leaves the address bar and the history
   const toSales = (label) => el("a", { class: "button primary", href: "#/", onclick: (ev) => { ev.preventDefault(); location.hash = "#/"; route(); } }, label);
-  const box = el("div", { class: "card signin", id: "verify" }, el("h1", {}, "Confirm your email"), el("p", {}, "Checking the link…"));
+  const box = el("div", { class: "card signin", id: "verify" }, el("h1", {}, t("shop.verify.title")), el("p", {}, t("shop.verify.checking")));
   v.show(box);
   try {
     const s = await api("POST", "/api/accounts/verify", { token });
     if (s.token) signedIn(s);
-    box.replaceChildren(el("h1", {}, "Email confirmed"), el("p", {}, "Thank you: ", userText(s.email), " is verified."),
-      toSales("Go to the sales"));
+    box.replaceChildren(el("h1", {}, t("shop.verify.done")), el("p", {}, tx("shop.verify.thanks", { email: userText(s.email) })),
+      toSales(t("shop.verify.to_sales")));
   } catch (e) {
-    box.replaceChildren(el("h1", {}, "Confirm your email"), el("p", { class: "err" }, e.message), toSales("Go to the sales"));
+    box.replaceChildren(el("h1", {}, t("shop.verify.title")), el("p", { class: "err" }, e.message), toSales(t("shop.verify.to_sales")));
   }
 }
 
@@ -193,11 +194,11 @@ async function salesView() {
       const st = liveStatus(s);
       badge.className = `badge ${st}`;
       badge.textContent = statusLabel[st];
-      when.textContent = st === Phase.Scheduled ? `starts in ${duration(Date.parse(s.starts_at) - serverNow())}`
-        : st === Phase.Active ? `ends in ${duration(Date.parse(s.ends_at) - serverNow())}` : "";
+      when.textContent = st === Phase.Scheduled ? t("shop.list.starts_in", { time: duration(Date.parse(s.starts_at) - serverNow()) })
+        : st === Phase.Active ? t("shop.list.ends_in", { time: duration(Date.parse(s.ends_at) - serverNow()) }) : "";
       fill.style.width = `${Math.min(100, (100 * s.remaining) / Math.max(1, s.total))}%`;
-      left.textContent = st === Phase.SoldOut ? "none left" : `${s.remaining} left`;
-      of.textContent = `of ${s.total}`;
+      left.textContent = st === Phase.SoldOut ? t("shop.list.none_left") : t("shop.stock.left", { n: s.remaining, count: number(s.remaining) });
+      of.textContent = t("shop.stock.of", { total: number(s.total) });
     };
     v.keep(ticker(paint, 500));
     return card;
@@ -208,43 +209,45 @@ async function salesView() {
       Date.parse(s.ends_at) <= serverNow() ? el("span", { class: "muted" }, localTime(s.ends_at)) : null),
     el("div", { class: "item" }, userText(s.item)),
     el("div", { class: "muted" }, userText(s.name)),
-    el("div", { class: "muted" }, `${s.total - s.remaining} of ${s.total} sold`)));
-  v.show(el("h1", {}, "Flash sales"),
+    el("div", { class: "muted" }, t("shop.list.sold_of", { sold: number(s.total - s.remaining), total: number(s.total) }))));
+  v.show(el("h1", {}, t("shop.list.title")),
     cards.length ? el("div", { class: "grid", id: "live-sales" }, cards)
-      : el("p", { class: "empty" }, "No sales right now. Come back soon."),
+      : el("p", { class: "empty" }, t("shop.list.empty")),
     pastCards.length ? el("details", { class: "past-sales", id: "past-sales" },
-      el("summary", {}, `Past sales (${pastCards.length})`), el("div", { class: "grid" }, pastCards)) : null);
+      el("summary", {}, t("shop.list.past", { n: pastCards.length })), el("div", { class: "grid" }, pastCards)) : null);
 }
 
-// The title of each refusal a buy can get, and whether it is final (bad)
-// or may pass (warn); the detail is the server's message.
+// The title of each refusal a buy can get (its catalogue key), and
+// whether it is final (bad) or may pass (warn); the detail is the
+// server's message.
 const outcomes = new Map([
-  [Code.LimitExceeded, ["warn", "Limit reached"]],
-  [Code.NotStarted, ["warn", "Not started yet"]],
-  [Code.Ended, ["bad", "Sale ended"]],
-  [Code.Paused, ["warn", "Sale paused"]],
-  [Code.RateLimited, ["warn", "Too many requests"]],
-  [Code.Unavailable, ["warn", "Service busy"]],
-  [Local.Network, ["warn", "No connection"]],
-  [Code.TicketRequired, ["warn", "Check failed"]],
-  [Code.TicketInvalid, ["warn", "Check failed"]],
-  [Code.PowInvalid, ["warn", "Check failed"]],
-  [Local.Pow, ["bad", "Check failed"]],
-  [Code.NotEligible, ["bad", "Verified shoppers only"]],
-  [Code.PassRequired, ["warn", "Wait for your turn"]],
-  [Code.PassInvalid, ["warn", "Your pass expired"]],
+  [Code.LimitExceeded, ["warn", "shop.outcome.limit"]],
+  [Code.NotStarted, ["warn", "shop.outcome.not_started"]],
+  [Code.Ended, ["bad", "shop.outcome.ended"]],
+  [Code.Paused, ["warn", "shop.outcome.paused"]],
+  [Code.RateLimited, ["warn", "shop.outcome.rate_limited"]],
+  [Code.Unavailable, ["warn", "shop.outcome.busy"]],
+  [Local.Network, ["warn", "shop.outcome.network"]],
+  [Code.TicketRequired, ["warn", "shop.outcome.check_failed"]],
+  [Code.TicketInvalid, ["warn", "shop.outcome.check_failed"]],
+  [Code.PowInvalid, ["warn", "shop.outcome.check_failed"]],
+  [Local.Pow, ["bad", "shop.outcome.check_failed"]],
+  [Code.NotEligible, ["bad", "shop.outcome.verified_only"]],
+  [Code.PassRequired, ["warn", "shop.outcome.wait_turn"]],
+  [Code.PassInvalid, ["warn", "shop.outcome.pass_expired"]],
 ]);
 
 function outcome(e, sale) {
   // The page shows a sale sold out already: the refusal says no more.
   if (e.code === Code.SoldOut) {
-    return sale.remaining > 0 ? { kind: "warn", title: "Not enough left", detail: `Only ${sale.remaining} left: choose fewer.` }
-      : { kind: "bad", title: "Too late", detail: "Every unit was taken just before your order." };
+    return sale.remaining > 0 ? { kind: "warn", title: t("shop.outcome.not_enough"), detail: t("shop.outcome.only_left", { n: sale.remaining, count: number(sale.remaining) }) }
+      : { kind: "bad", title: t("shop.outcome.too_late"), detail: t("shop.outcome.too_late_detail") };
   }
-  const [kind, title] = outcomes.get(e.code) || ["bad", "Something went wrong"];
-  const detail = e.code === Code.LimitExceeded ? `You have bought your limit of ${sale.per_user_limit}.`
+  const [kind, key] = outcomes.get(e.code) || ["bad", "shop.outcome.wrong"];
+  const title = t(key);
+  const detail = e.code === Code.LimitExceeded ? t("shop.outcome.limit_detail", { limit: number(sale.per_user_limit) })
     // The API's message names its route, for programs; a shopper waits here.
-    : e.code === Code.PassRequired ? "This sale lets shoppers in through its waiting room: keep this page open until your turn."
+    : e.code === Code.PassRequired ? t("shop.outcome.wait_turn_detail")
       : e.message;
   return { kind, title, detail };
 }
@@ -280,7 +283,7 @@ function solve(challenge, difficulty, progress) {
     };
     w.onerror = (ev) => {
       w.terminate();
-      reject({ code: Local.Pow, message: ev.message || "This browser could not run the check before buying." });
+      reject({ code: Local.Pow, message: ev.message || t("shop.outcome.pow_failed") });
     };
     w.postMessage({ challenge, difficulty });
   });
@@ -302,8 +305,8 @@ async function readWallet() {
 
 // showPurse says what the wallet holds, beside a "Pay" button.
 function showPurse(box, w) {
-  box.replaceChildren("Your wallet: ", el("strong", { class: "purse" }, money(w.balance_cents)), " · ",
-    el("a", { href: "#/wallet" }, "Top up"));
+  box.replaceChildren(...tx("shop.purse", { balance: el("strong", { class: "purse" }, money(w.balance_cents)) }), " · ",
+    el("a", { href: "#/wallet" }, t("shop.topup")));
 }
 
 // payOrder pays order id (of amount cents) from the wallet: {paid} with
@@ -325,12 +328,12 @@ async function payOrder(id, amount, note, purse) {
     const missing = w ? Math.max(1, amount - w.balance_cents) : amount;
     const topUp = el("button", { class: "primary small", id: "topup-missing", type: "button", onclick: () => {
       location.hash = `#/wallet?amount=${missing}&order=${encodeURIComponent(id)}`;
-    } }, w ? `Top up ${money(missing)}` : "Top up");
+    } }, w ? t("shop.topup_amount", { amount: money(missing) }) : t("shop.topup"));
     note.replaceChildren(el("div", { class: "result warn", id: "insufficient" },
-      el("div", { class: "title" }, "Your balance is too low"),
+      el("div", { class: "title" }, t("shop.pay.too_low")),
       el("div", { class: "detail" }, w
-        ? ["This order costs ", el("strong", {}, money(amount)), " and your wallet holds ", el("strong", {}, money(w.balance_cents)),
-          ": ", el("strong", { id: "missing" }, money(missing)), " is missing. Top up, then pay: the order waits until its window closes."]
+        ? tx("shop.pay.too_low_detail", { amount: el("strong", {}, money(amount)), balance: el("strong", {}, money(w.balance_cents)),
+          missing: el("strong", { id: "missing" }, money(missing)) })
         : error.message),
       el("div", { class: "row", style: "margin-top:.5rem" }, topUp)));
     return { error };
@@ -351,7 +354,7 @@ async function saleView(id) {
   const badge = el("span", { class: "badge", id: "status" });
   const fill = el("div");
   const left = el("strong", { id: "remaining" });
-  const mode = el("span", { class: "mode", id: "mode" }, "connecting");
+  const mode = el("span", { class: "mode", id: "mode" }, t("shop.mode.connecting"));
   const countdownLabel = el("div", { class: "muted", id: "countdown-label" });
   const countdown = el("div", { class: "countdown", id: "countdown" });
   const ofTotal = el("span", { id: "total" });
@@ -363,9 +366,9 @@ async function saleView(id) {
   let qty = 1;
   const qtyOut = el("output", { id: "qty" }, "1");
   const setQty = (n) => { qty = Math.max(1, Math.min(allowed(), n)); qtyOut.textContent = qty; paint(); };
-  const minus = el("button", { type: "button", "aria-label": "fewer", onclick: () => setQty(qty - 1) }, "−");
-  const plus = el("button", { type: "button", "aria-label": "more", onclick: () => setQty(qty + 1) }, "+");
-  const buy = el("button", { class: "primary big", id: "buy", disabled: true }, "Buy now");
+  const minus = el("button", { type: "button", "aria-label": t("shop.sale.fewer"), "data-step": "fewer", onclick: () => setQty(qty - 1) }, "−");
+  const plus = el("button", { type: "button", "aria-label": t("shop.sale.more"), "data-step": "more", onclick: () => setQty(qty + 1) }, "+");
+  const buy = el("button", { class: "primary big", id: "buy", disabled: true }, t("shop.sale.buy"));
   const result = el("div", { id: "result" });
   const when = el("div", { class: "muted", id: "window" });
   let inFlight = false;
@@ -374,7 +377,7 @@ async function saleView(id) {
   let verifying = "";
   const room = sale.waiting_room ? waitingRoom(sale, () => paint()) : null;
 
-  const qtyRow = el("div", { class: "row", id: "qty-row" }, el("span", { class: "muted" }, "Quantity"),
+  const qtyRow = el("div", { class: "row", id: "qty-row" }, el("span", { class: "muted" }, t("shop.sale.quantity")),
     el("div", { class: "qty" }, minus, qtyOut, plus));
   const paint = () => {
     const st = liveStatus(sale);
@@ -382,34 +385,34 @@ async function saleView(id) {
     badge.textContent = statusLabel[st];
     fill.style.width = `${Math.min(100, (100 * sale.remaining) / Math.max(1, sale.total))}%`;
     left.textContent = sale.remaining;
-    ofTotal.textContent = `of ${sale.total}`;
+    ofTotal.textContent = t("shop.stock.of", { total: number(sale.total) });
     const now = serverNow();
     if (st === Phase.Scheduled) {
-      countdownLabel.textContent = "Starts in";
+      countdownLabel.textContent = t("shop.sale.starts_in");
       countdown.textContent = duration(Date.parse(sale.starts_at) - now);
     } else if (st === Phase.Active || st === Phase.Paused) {
-      countdownLabel.textContent = "Ends in";
+      countdownLabel.textContent = t("shop.sale.ends_in");
       countdown.textContent = duration(Date.parse(sale.ends_at) - now);
     } else {
       // The badge says "Sold out" or "Ended": this says what it means.
       countdownLabel.textContent = "";
-      countdown.textContent = st === Phase.SoldOut ? "Every unit is taken" : "This sale is over";
+      countdown.textContent = st === Phase.SoldOut ? t("shop.sale.all_taken") : t("shop.sale.over");
     }
-    when.textContent = `Opens ${localTime(sale.starts_at)} · closes ${localTime(sale.ends_at)}`;
+    when.textContent = t("shop.sale.window", { opens: localTime(sale.starts_at), closes: localTime(sale.ends_at) });
     const over = st === Phase.SoldOut || st === Phase.Ended;
     const atLimit = bought >= sale.per_user_limit;
     qty = Math.max(1, Math.min(allowed(), qty));
     qtyOut.textContent = qty;
-    mine.textContent = bought > 0 ? `You bought ${bought} of your limit of ${sale.per_user_limit}.`
-      : `Limit: ${sale.per_user_limit} per customer.`;
+    mine.textContent = bought > 0 ? t("shop.sale.bought", { n: bought, bought: number(bought), limit: number(sale.per_user_limit) })
+      : t("shop.sale.limit", { limit: number(sale.per_user_limit) });
     qtyRow.hidden = over || atLimit || sale.per_user_limit === 1;
     minus.disabled = qty <= 1;
     plus.disabled = qty >= allowed();
     if (room) room.paint(now);
     buy.hidden = over || (room ? !room.admitted() : false);
     buy.disabled = inFlight || st !== Phase.Active || now < retryAt || atLimit || qty > sale.remaining;
-    buy.textContent = inFlight ? (verifying || "Buying…") : now < retryAt ? `Retry in ${duration(retryAt - now)}`
-      : atLimit ? "You have your limit" : "Buy now";
+    buy.textContent = inFlight ? (verifying || t("shop.sale.buying")) : now < retryAt ? t("shop.sale.retry_in", { time: duration(retryAt - now) })
+      : atLimit ? t("shop.sale.at_limit") : t("shop.sale.buy");
   };
 
   // countBought reads the shopper's orders of this sale (the ledger's;
@@ -436,37 +439,42 @@ async function saleView(id) {
     sale.remaining = Math.min(sale.remaining, r.remaining);
     own.set(r.order_id, r.qty);
     bought += r.qty;
-    const pay = el("button", { class: "primary", id: "pay" }, "Pay now");
+    const pay = el("button", { class: "primary", id: "pay" }, t("shop.sale.pay_now"));
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
     const purse = el("div", { class: "muted", id: "pay-wallet" });
     const note = el("div", { id: "pay-note" });
-    showResult("good", "You got it!",
-      el("div", {}, `Order `, orderRef(r.order_id, { id: "order-id" }), ` · ${r.qty} × ${money(sale.price_cents)}`),
-      el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, "Pay within"), left),
+    showResult("good", t("shop.sale.got_it"),
+      el("div", {}, tx("shop.sale.order_line", { order: orderRef(r.order_id, { id: "order-id" }), qty: number(r.qty), price: money(sale.price_cents) })),
+      el("div", { class: "row", style: "margin-top:.5rem" }, pay, el("span", { class: "muted" }, t("shop.sale.pay_within")), left),
       purse, note);
-    let order = null;
-    const [o, w] = await Promise.allSettled([api("GET", `/api/orders/${r.order_id}`), readWallet()]);
-    if (o.status === "fulfilled") order = o.value; // else the countdown is unknown
-    if (w.status === "fulfilled") showPurse(purse, w.value);
-    const amount = order ? order.amount_cents : r.qty * sale.price_cents;
-    const expires = order ? Date.parse(order.expires_at) : 0;
-    const stop = ticker(() => {
-      if (!expires) return;
-      const ms = expires - serverNow();
-      left.textContent = duration(ms);
-      if (ms <= 0) { pay.disabled = true; left.textContent = "window closed"; }
-    }, 500);
-    v.keep(stop);
+    // Pay works from the first moment: a click before the order's
+    // details arrive waits for them.
+    let amount = r.qty * sale.price_cents, expires = 0, stop = () => {};
+    const details = (async () => {
+      const [o, w] = await Promise.allSettled([api("GET", `/api/orders/${r.order_id}`), readWallet()]);
+      if (w.status === "fulfilled") showPurse(purse, w.value);
+      if (o.status !== "fulfilled") return; // the countdown is unknown
+      amount = o.value.amount_cents;
+      expires = Date.parse(o.value.expires_at);
+      stop = ticker(() => {
+        const ms = expires - serverNow();
+        left.textContent = duration(ms);
+        if (ms <= 0) { pay.disabled = true; left.textContent = t("shop.sale.window_closed"); }
+      }, 500);
+      v.keep(stop);
+    })();
     pay.onclick = async () => {
       pay.disabled = true;
+      await details;
       const { paid, error } = await payOrder(r.order_id, amount, note, purse);
       if (paid) {
         stop();
-        showResult("good", "Paid — thank you!", el("div", {}, "Order ", orderRef(r.order_id), " is paid from your wallet."));
+        showResult("good", t("shop.sale.paid"), el("div", {}, tx("shop.sale.paid_detail", { order: orderRef(r.order_id) })));
       } else {
         pay.disabled = error.code === Code.OrderCancelled || (expires > 0 && expires <= serverNow());
       }
     };
+    await details;
   };
 
   buy.onclick = async () => {
@@ -483,7 +491,7 @@ async function saleView(id) {
         if (room) body.pass = await room.pass();
         if (sale.require_ticket) {
           body.ticket = await buyTicket(sale, (done) => {
-            verifying = `Verifying… ${Math.min(99, Math.round(100 * done))}%`;
+            verifying = t("shop.sale.verifying", { percent: Math.min(99, Math.round(100 * done)) });
             paint();
           });
           verifying = "";
@@ -536,11 +544,11 @@ async function saleView(id) {
     el("section", { class: "card buy-box" },
       el("div", {}, countdownLabel, countdown),
       el("div", { class: "bar" }, fill),
-      el("div", { class: "stock-line" }, el("span", {}, left, " left"), ofTotal),
+      el("div", { class: "stock-line" }, el("span", {}, tx("shop.stock.left_node", { count: left })), ofTotal),
       qtyRow,
       mine,
       sale.verified_only ? el("p", { class: "muted", id: "verified-only" },
-        me && me.verified ? "For verified shoppers only: you are one." : "For verified shoppers only: sign in with a verified account to buy.") : null,
+        me && me.verified ? t("shop.sale.verified_yes") : t("shop.sale.verified_no")) : null,
       room ? room.box : null,
       buy,
       result,
@@ -560,7 +568,7 @@ async function saleView(id) {
     if (m.ends_at) sale.ends_at = m.ends_at;
     paint();
   }, (m) => {
-    mode.textContent = m === "live" ? "live" : "updating every 2 s";
+    mode.textContent = m === "live" ? t("shop.mode.live") : t("shop.mode.polling");
     mode.className = `mode ${m}`;
     if (room) room.live = m === "live";
   }, (m) => { if (room) room.frame(m); }));
@@ -583,7 +591,7 @@ function waitingRoom(sale, repaint) {
   const ahead = el("div", { id: "room-ahead" });
   const wait = el("div", { class: "countdown", id: "room-eta" });
   const note = el("div", { class: "muted", id: "room-note" });
-  const join = el("button", { class: "primary", id: "join" }, "Join the queue");
+  const join = el("button", { class: "primary", id: "join" }, t("shop.room.join"));
   const opens = Date.parse(sale.queue_opens_at), start = Date.parse(sale.starts_at);
   // Pages open before the queue opens join within a second of it, not
   // all in the same tick.
@@ -667,53 +675,51 @@ function waitingRoom(sale, repaint) {
     join.disabled = now < opens || !!r.asking;
     const left = Math.max(0, est.place - r.through);
     if (r.soldOut) {
-      title.textContent = "Sold out";
+      title.textContent = t("shop.room.sold_out");
       place.textContent = "";
-      ahead.textContent = "Every unit is taken: the waiting room lets nobody more in.";
+      ahead.textContent = t("shop.room.sold_out_detail");
       wait.textContent = "";
       note.textContent = "";
     } else if (!me) {
-      title.textContent = "Waiting room";
+      title.textContent = t("shop.room.title");
       place.textContent = "";
-      ahead.textContent = "Sign in to take your place in the queue.";
+      ahead.textContent = t("shop.room.sign_in");
       wait.textContent = "";
-      note.textContent = fairness;
+      note.textContent = t("shop.room.fairness");
     } else if (r.place === 0) {
-      title.textContent = "Waiting room";
+      title.textContent = t("shop.room.title");
       place.textContent = "";
-      ahead.textContent = now < opens ? `The queue opens in ${duration(opens - now)}.` : r.failed || "Taking your place…";
+      ahead.textContent = now < opens ? t("shop.room.opens_in", { time: duration(opens - now) }) : r.failed || t("shop.room.taking");
       wait.textContent = "";
-      note.textContent = fairness;
+      note.textContent = t("shop.room.fairness");
     } else if (!r.provisional && r.place <= r.through) {
-      title.textContent = "It's your turn!";
-      place.textContent = `Place ${r.place}`;
-      ahead.textContent = r.token ? "You may buy now." : "Fetching your pass…";
+      title.textContent = t("shop.room.your_turn");
+      place.textContent = t("shop.room.place", { place: r.place });
+      ahead.textContent = r.token ? t("shop.room.buy_now") : t("shop.room.fetching");
       wait.textContent = "";
       note.textContent = "";
     } else if (r.provisional && now < start) {
       // Places are drawn at the start: any figure now would be a guess.
-      title.textContent = "You're in the queue";
-      place.textContent = "Your place is drawn at the start";
-      ahead.textContent = `${r.size} ${r.size === 1 ? "shopper" : "shoppers"} in the queue so far`;
-      wait.textContent = `starts in ${duration(start - now)}`;
-      note.textContent = "Everyone who joins before the start gets a random place then: no need to hurry or refresh.";
+      title.textContent = t("shop.room.in_queue");
+      place.textContent = t("shop.room.drawn_at_start");
+      ahead.textContent = t("shop.room.so_far", { n: r.size, count: number(r.size) });
+      wait.textContent = t("shop.list.starts_in", { time: duration(start - now) });
+      note.textContent = t("shop.room.random_then");
     } else {
       const secs = left / r.rate + (now < start ? (start - now) / 1000 : 0);
-      const about = r.provisional && now >= start ? "about " : "";
-      title.textContent = "You're in the queue";
-      place.textContent = `Place ${about}${est.place} of ${r.size}`;
-      ahead.textContent = `${about}${Math.max(0, left - 1)} ${left - 1 === 1 ? "person" : "people"} ahead of you`;
-      wait.textContent = `about ${duration(secs * 1000)}`;
-      note.textContent = now < start
-        ? "Everyone who joins before the start gets a random place at the start: no need to hurry or refresh."
-        : `${r.rate} ${r.rate === 1 ? "shopper is" : "shoppers are"} let in each second. Keep this page open.`;
+      const about = r.provisional && now >= start;
+      const n = Math.max(0, left - 1);
+      title.textContent = t("shop.room.in_queue");
+      place.textContent = t(about ? "shop.room.place_about_of" : "shop.room.place_of", { place: est.place, size: r.size });
+      ahead.textContent = t(about ? "shop.room.ahead_about" : "shop.room.ahead", { n, count: n });
+      wait.textContent = t("shop.room.wait", { time: duration(secs * 1000) });
+      note.textContent = now < start ? t("shop.room.random_then")
+        : t("shop.room.rate", { n: r.rate, count: number(r.rate) });
     }
   };
   r.box = el("div", { class: "room", id: "room" }, title, place, ahead, wait, note, join);
   return r;
 }
-
-const fairness = "Everyone who arrives before the start gets a random place: arriving early buys nothing.";
 
 // estimatePlace is where a place drawn before the start (place among
 // earlyAtJoin then) is expected to be once earlyNow have drawn: each
@@ -736,23 +742,23 @@ async function ordersView() {
     if (e.code === Code.Unauthenticated) return signInView(() => route());
     return v.show(el("p", { class: "result bad" }, e.message));
   }
-  if (!list.length) return v.show(el("h1", {}, "My orders"), el("p", { class: "empty" }, "No orders yet."));
+  if (!list.length) return v.show(el("h1", {}, t("shop.orders.title")), el("p", { class: "empty" }, t("shop.orders.empty")));
   const purse = el("div", { class: "muted", id: "pay-wallet" });
   if (w) showPurse(purse, w);
   // A refused payment is told above the table, naming its order.
   const note = el("div", { id: "pay-note" });
   const rows = list.map((o) => {
-    const badge = el("span", { class: `badge ${o.status}` }, o.status);
+    const badge = el("span", { class: `badge ${o.status}` });
     const left = el("span", { class: "muted" });
-    const pay = el("button", { class: "primary small", "data-pay": o.order_id }, "Pay");
+    const pay = el("button", { class: "primary small", "data-pay": o.order_id }, t("shop.orders.pay"));
     const cell = el("td", {});
     const paint = () => {
       badge.className = `badge ${o.status}`;
-      badge.textContent = o.status;
-      badge.title = o.status === OrderStatus.Refunded && o.refunded_at ? `refunded ${localTime(o.refunded_at)}` : "";
+      badge.textContent = t(`shop.orders.status.${o.status}`);
+      badge.title = o.status === OrderStatus.Refunded && o.refunded_at ? t("shop.orders.refunded_at", { time: localTime(o.refunded_at) }) : "";
       const ms = Date.parse(o.expires_at) - serverNow();
       const payable = o.status === OrderStatus.Pending && ms > 0;
-      left.textContent = payable ? ` ${duration(ms)} left` : "";
+      left.textContent = payable ? " " + t("shop.orders.time_left", { time: duration(ms) }) : "";
       cell.replaceChildren(...(payable ? [pay, left] : []));
     };
     pay.onclick = async () => {
@@ -766,21 +772,21 @@ async function ordersView() {
       } else if (error.code === Code.OrderRefunded) {
         o.status = OrderStatus.Refunded;
       } else if (error.code === Code.InsufficientFunds) {
-        note.querySelector(".title")?.append(" for order ", orderRef(o.order_id));
+        note.querySelector(".title")?.append(" ", ...tx("shop.orders.for_order", { order: orderRef(o.order_id) }));
       }
       pay.disabled = false;
       paint();
     };
     v.keep(ticker(paint, 1000));
     return el("tr", { "data-order": o.order_id },
-      el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, o.sale_name ? userText(o.sale_name) : `Sale ${o.sale_id}`),
+      el("td", {}, el("a", { href: `#/sales/${o.sale_id}` }, o.sale_name ? userText(o.sale_name) : t("shop.orders.sale", { id: o.sale_id })),
         o.item ? el("div", { class: "muted small" }, userText(o.item)) : null),
       el("td", {}, orderRef(o.order_id)),
-      el("td", {}, o.qty), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
+      el("td", {}, number(o.qty)), el("td", {}, money(o.amount_cents)), el("td", {}, badge),
       el("td", { class: "hide-narrow" }, localTime(o.created_at)), cell);
   });
-  v.show(el("h1", {}, "My orders"), purse, note, el("div", { class: "table-wrap", style: "margin-top:.6rem" }, cards(el("table", { id: "orders" },
-    el("thead", {}, el("tr", {}, ["Sale", "Order", "Qty", "Amount", "Status", "Placed", ""].map((h) => el("th", {}, h)))),
+  v.show(el("h1", {}, t("shop.orders.title")), purse, note, el("div", { class: "table-wrap", style: "margin-top:.6rem" }, cards(el("table", { id: "orders" },
+    el("thead", {}, el("tr", {}, ["sale", "order", "qty", "amount", "status", "placed", ""].map((h) => el("th", {}, h && t(`shop.orders.col.${h}`))))),
     el("tbody", {}, rows)))));
 }
 
@@ -810,7 +816,7 @@ async function walletView(params) {
   const held = el("div", { class: "muted", id: "wallet-held" });
   const paintBalance = () => {
     balance.textContent = money(w.balance_cents);
-    held.textContent = w.held_cents > 0 ? `${money(w.held_cents)} held for payments in progress` : "";
+    held.textContent = w.held_cents > 0 ? t("shop.wallet.held", { amount: money(w.held_cents) }) : "";
   };
   paintBalance();
 
@@ -819,16 +825,16 @@ async function walletView(params) {
   const wanted = Number(params.get("amount")) || 0;
   const forOrder = params.get("order") || "";
   const amount = el("input", { id: "topup-amount", name: "amount", inputmode: "decimal", autocomplete: "off", required: true,
-    placeholder: `e.g. ${toUnits(2000)}`, value: wanted > 0 ? toUnits(wanted) : null });
+    placeholder: t("shop.wallet.amount_example", { amount: toUnits(2000) }), value: wanted > 0 ? toUnits(wanted) : null });
   const err = el("p", { class: "err", id: "topup-error", role: "alert" });
-  const submit = el("button", { class: "primary", type: "submit", id: "topup-submit" }, "Top up");
+  const submit = el("button", { class: "primary", type: "submit", id: "topup-submit" }, t("shop.topup"));
   let intent = null; // {cents, id}
   const onsubmit = async (ev) => {
     ev.preventDefault();
     err.textContent = "";
     const cents = parseUnits(amount.value);
     if (cents === null || cents < 1) {
-      err.textContent = `Type an amount in ${currentCurrency()}, like ${toUnits(2000)} or ${toUnits(1050)}.`;
+      err.textContent = t("shop.wallet.bad_amount", { currency: currentCurrency(), a: toUnits(2000), b: toUnits(1050) });
       amount.classList.add("invalid");
       return;
     }
@@ -838,7 +844,7 @@ async function walletView(params) {
     try {
       const t = await api("POST", "/api/wallet/topups", { amount_cents: cents, request_id: intent.id });
       const url = new URL(t.checkout_url, location.href);
-      if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error("The payment page's address is not a web page.");
+      if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error(t("shop.wallet.bad_page"));
       sessionStorage.setItem(lastTopupKey, JSON.stringify({ id: t.topup_id, amount: t.amount_cents, url: url.href, order: forOrder }));
       location.assign(url.href);
     } catch (e) {
@@ -847,19 +853,18 @@ async function walletView(params) {
     }
   };
   const form = el("form", { class: "card stack", id: "topup-form", onsubmit, novalidate: true },
-    el("h2", { style: "margin:0" }, "Top up"),
-    forOrder && wanted > 0 ? el("p", { class: "result warn", id: "topup-for" }, "Order ", el("span", { class: "mono" }, forOrder),
-      ` needs ${money(wanted)} more: that amount is filled in.`) : null,
-    el("label", {}, `Amount (${currentCurrency()})`, amount), err, submit,
-    el("p", { class: "muted", style: "margin:0" },
-      "You pay at the payment provider's page; the money is in your wallet as soon as the provider confirms the payment."));
+    el("h2", { style: "margin:0" }, t("shop.topup")),
+    forOrder && wanted > 0 ? el("p", { class: "result warn", id: "topup-for" },
+      tx("shop.wallet.for_order", { order: orderRef(forOrder), amount: money(wanted) })) : null,
+    el("label", {}, t("shop.wallet.amount", { currency: currentCurrency() }), amount), err, submit,
+    el("p", { class: "muted", style: "margin:0" }, t("shop.wallet.how")));
 
   // How the last top-up went, asked again while the provider has not said.
   const last = lastTopup();
   const status = el("div", { id: "topup-status" });
   const st = statement(account, (before) =>
     api("GET", `/api/wallet/transfers?limit=20${before ? `&before_id=${encodeURIComponent(before)}` : ""}`));
-  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, "Updating: your latest movements are on their way…");
+  const behind = el("p", { class: "muted", id: "statement-note", hidden: true }, t("common.statement.behind"));
   let topup = null;
   const showTopup = async () => {
     if (!topup || topup.status === TopupStatus.Pending) {
@@ -868,20 +873,20 @@ async function walletView(params) {
     const what = money(topup.amount_cents);
     // Told once: the next visit of the wallet has no news of it.
     if (topup.status !== TopupStatus.Pending) sessionStorage.removeItem(lastTopupKey);
-    const payNext = last.order ? el("a", { class: "button primary small", href: "#/orders", id: "pay-order" }, "Pay your order") : null;
+    const payNext = last.order ? el("a", { class: "button primary small", href: "#/orders", id: "pay-order" }, t("shop.wallet.pay_order")) : null;
     status.replaceChildren(topup.status === TopupStatus.Succeeded
-      ? el("div", { class: "result good", "data-topup": topup.status }, `Your top-up of ${what} arrived.`, payNext ? " " : null, payNext)
+      ? el("div", { class: "result good", "data-topup": topup.status }, t("shop.wallet.arrived", { amount: what }), payNext ? " " : null, payNext)
       : topup.status === TopupStatus.Failed
-        ? el("div", { class: "result bad", "data-topup": topup.status }, `Your top-up of ${what} did not go through: nothing was charged.`)
-        : el("div", { class: "result warn", "data-topup": topup.status }, `Your top-up of ${what} waits for the payment provider. `,
-          el("a", { href: last.url }, "Back to the payment page")));
+        ? el("div", { class: "result bad", "data-topup": topup.status }, t("shop.wallet.failed", { amount: what }))
+        : el("div", { class: "result warn", "data-topup": topup.status }, t("shop.wallet.waiting", { amount: what }), " ",
+          el("a", { href: last.url }, t("shop.wallet.back_to_page"))));
   };
-  v.show(el("h1", {}, "Wallet"), status,
+  v.show(el("h1", {}, t("shop.wallet.title")), status,
     el("div", { class: "money-top" },
-      el("section", { class: "card balance" }, el("div", { class: "l" }, "Balance"), balance, held,
-        el("p", { class: "muted small" }, "Your shopper id (support asks for it): ", el("span", { class: "mono", id: "wallet-user" }, me.user_id))),
+      el("section", { class: "card balance" }, el("div", { class: "l" }, t("shop.wallet.balance")), balance, held,
+        el("p", { class: "muted small" }, tx("shop.wallet.shopper_id", { id: el("span", { class: "mono", id: "wallet-user" }, me.user_id) }))),
       form),
-    el("h2", {}, "Statement"), behind, st.box);
+    el("h2", {}, t("common.statement.title")), behind, st.box);
   if (wanted > 0) amount.focus();
   // The balance read above is the first; a top-up the provider has not
   // confirmed is asked after often for two minutes, then as the rest.
@@ -912,6 +917,7 @@ function route() {
 
 addEventListener("hashchange", route);
 (async () => {
+  await loadLanguage();
   try {
     identity = await api("GET", "/api/identity");
   } catch (e) { /* the guest form, as before */ }
