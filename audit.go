@@ -58,6 +58,7 @@ const (
 	AuditSaleCreate  = "sale.create"
 	AuditSalePatch   = "sale.patch"
 	AuditSaleRestock = "sale.restock"
+	AuditSaleImage   = "sale.image"
 	AuditLogin       = "login"
 	AuditLoginFailed = "login.failed"
 	AuditMerchantNew = "merchant.create"
@@ -147,6 +148,7 @@ func saleFields(s Sale) map[string]any {
 		"ends_at": s.EndsAt.UTC().Format(time.RFC3339Nano), "status": string(s.Status), "buckets": s.Buckets,
 		"require_ticket": s.RequireTicket, "pow_difficulty": s.PowDifficulty, "verified_only": s.VerifiedOnly,
 		"waiting_room": s.WaitingRoom, "queue_opens_at": s.QueueOpensAt.UTC().Format(time.RFC3339Nano),
-		"admit_per_second": s.AdmitPerSecond, "merchant_id": s.MerchantID,
+		"admit_per_second": s.AdmitPerSecond, "merchant_id": s.MerchantID, "description": s.Description,
+		"image_etag": s.ImageETag,
 	}
 }

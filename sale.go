@@ -126,8 +126,24 @@ type Sale struct {
 	AdmitPerSecond int64
 	// MerchantID is the merchant whose sale it is (0: the operator's).
 	MerchantID int64
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Description tells shoppers about the item (optional; lines
+	// separated by "\n").
+	Description string
+	// ImageETag names the sale's product image ("" none): set by an
+	// upload (images), never by a request's fields.
+	ImageETag string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SaleImage is a sale's product image as stored: a JPEG the server made
+// (package images), named by its ETag.
+type SaleImage struct {
+	SaleID        int64
+	ETag          string
+	Width, Height int
+	Bytes         []byte
+	UpdatedAt     time.Time
 }
 
 // SalePatch holds the fields of a sale a merchant may change, by their
@@ -148,6 +164,8 @@ type SalePatch struct {
 	AdmitPerSecond *int64     `json:"admit_per_second"`
 	// MerchantID hands the sale to another merchant (the operator only).
 	MerchantID *int64 `json:"merchant_id"`
+	// Description is the item's description ("" none).
+	Description *string `json:"description"`
 }
 
 // SaleInput is what a merchant sends to create a sale or change one
@@ -208,7 +226,7 @@ func (s Sale) Input() SaleInput {
 	in := SaleInput{Total: &s.Total, SalePatch: SalePatch{
 		Name: &s.Name, Item: &s.Item, PriceCents: &s.PriceCents, PerUserLimit: &s.PerUserLimit,
 		StartsAt: &s.StartsAt, EndsAt: &s.EndsAt, RequireTicket: &s.RequireTicket, PowDifficulty: &s.PowDifficulty,
-		VerifiedOnly: &s.VerifiedOnly, WaitingRoom: &s.WaitingRoom, MerchantID: &s.MerchantID,
+		VerifiedOnly: &s.VerifiedOnly, WaitingRoom: &s.WaitingRoom, MerchantID: &s.MerchantID, Description: &s.Description,
 	}}
 	if s.Buckets != 0 {
 		in.Buckets = &s.Buckets
@@ -242,7 +260,7 @@ func (in SaleInput) Change() (SalePatch, error) {
 // trimmed is the patch with its names' surrounding white space dropped.
 func (in SaleInput) trimmed() SalePatch {
 	p := in.SalePatch
-	p.Name, p.Item = trimmed(p.Name), trimmed(p.Item)
+	p.Name, p.Item, p.Description = trimmed(p.Name), trimmed(p.Item), trimmed(p.Description)
 	return p
 }
 
@@ -286,6 +304,7 @@ func (s Sale) Apply(p SalePatch) Sale {
 	set(&s.QueueOpensAt, p.QueueOpensAt)
 	set(&s.AdmitPerSecond, p.AdmitPerSecond)
 	set(&s.MerchantID, p.MerchantID)
+	set(&s.Description, p.Description)
 	return s
 }
 
@@ -362,6 +381,9 @@ func (s Sale) Validate() error {
 	}
 	if msg := CheckText(s.Item, MaxNameLen); msg != "" {
 		bad("item", msg)
+	}
+	if msg := CheckDescription(s.Description); msg != "" {
+		bad("description", msg)
 	}
 	if s.PriceCents < 0 || s.PriceCents > MaxPriceCents {
 		bad("price_cents", msgPrice)

@@ -33,6 +33,18 @@ func CheckText(s string, max int) string {
 	return ""
 }
 
+// MaxDescriptionLen bounds a sale's description, in characters.
+const MaxDescriptionLen = 2000
+
+// CheckDescription is CheckText for a sale's description: it may be empty
+// and hold line breaks ("\n" only), up to MaxDescriptionLen characters.
+func CheckDescription(s string) string {
+	if s == "" {
+		return ""
+	}
+	return CheckText(strings.ReplaceAll(s, "\n", " "), MaxDescriptionLen)
+}
+
 func forbiddenRune(r rune) bool {
 	switch {
 	case unicode.IsControl(r), r == '\u2028', r == '\u2029': // C0, DEL, C1; line and paragraph separators

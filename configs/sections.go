@@ -83,6 +83,7 @@ type HTTP struct {
 	OpsAddr        string        `koanf:"ops_addr"`
 	TrustedProxies string        `koanf:"trusted_proxies"`
 	BodyLimit      int64         `koanf:"body_limit"`
+	ImageMaxBytes  int64         `koanf:"image_max_bytes"`
 	CookieSecure   bool          `koanf:"cookie_secure"`
 	PublicOrigins  string        `koanf:"public_origins"`
 	AllowedOrigins string        `koanf:"allowed_origins"`
@@ -129,6 +130,9 @@ func (s HTTP) check() error {
 	}
 	if s.BodyLimit < 256 {
 		p.add("body_limit", "must be at least 256 bytes")
+	}
+	if s.ImageMaxBytes < 1<<10 || s.ImageMaxBytes > 64<<20 {
+		p.add("image_max_bytes", "must be between 1 KiB and 64 MiB")
 	}
 	return p.err()
 }

@@ -37,6 +37,9 @@ type Ledger interface {
 	UserOrders(ctx context.Context, user string, limit int) ([]seckill.Order, error)
 	OrderForUpdate(ctx context.Context, id string) (seckill.Order, error)
 	SetPaid(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// A sale's product image (sales/images.go).
+	SetSaleImage(ctx context.Context, img seckill.SaleImage, now time.Time) error
+	SaleImage(ctx context.Context, sale int64) (seckill.SaleImage, error)
 }
 
 // Wallets are the balances money moves between in Redis (funds.Store):
@@ -330,7 +333,7 @@ func (s *Service) Update(ctx context.Context, id int64, in seckill.SaleInput) (V
 	if err != nil {
 		return View{}, err
 	}
-	return s.change(ctx, id, seckill.AuditSalePatch, func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSalePatch, func(ctx context.Context, sl seckill.Sale) (seckill.Sale, error) {
 		if p.MerchantID != nil && *p.MerchantID != sl.MerchantID {
 			if seckill.ActorOf(ctx).Role == seckill.RoleMerchant {
 				return sl, errHandOver
@@ -351,7 +354,7 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 	if err := seckill.ValidRestock(0, qty); err != nil {
 		return View{}, err // before any lock: the amount alone is wrong
 	}
-	return s.change(ctx, id, seckill.AuditSaleRestock, func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSaleRestock, func(_ context.Context, sl seckill.Sale) (seckill.Sale, error) {
 		return sl.Restocked(qty)
 	}, func(before, _ seckill.Sale) error {
 		_, err := s.stock.Restock(ctx, before.ID, qty)
@@ -363,7 +366,7 @@ func (s *Service) Restock(ctx context.Context, id, qty int64) (View, error) {
 // seckill.ErrEnded). Redis, which every part of the sale's stock obeys,
 // must come to the status the domain's rule gives.
 func (s *Service) Act(ctx context.Context, id int64, a seckill.Action) (View, error) {
-	return s.change(ctx, id, seckill.AuditSaleAction(a), func(sl seckill.Sale) (seckill.Sale, error) {
+	return s.change(ctx, id, seckill.AuditSaleAction(a), func(_ context.Context, sl seckill.Sale) (seckill.Sale, error) {
 		var err error
 		sl.Status, err = sl.Status.After(a)
 		return sl, err
@@ -398,14 +401,15 @@ func (s *Service) stepRoom(ctx context.Context, sl seckill.Sale) error {
 
 // change runs one change of a sale, the same way for every kind: in one
 // ledger transaction it locks the sale's row, refuses a sale the actor
-// does not own, brings its waiting room up to now, asks edit for the sale
+// does not own, brings its waiting room up to now, asks edit (in the
+// transaction: ctx carries it) for the sale
 // as it is to be (the domain's rule; the id, buckets and creation time
 // stay), writes it with a restock movement for units added, records the
 // audit row (the fields before and after; the row the old owner's), and
 // last, before the commit, makes the change in Redis (redis). If any step
 // fails, nothing changes and its error is returned. Then it forgets what
 // the caches held.
-func (s *Service) change(ctx context.Context, id int64, action string, edit func(seckill.Sale) (seckill.Sale, error),
+func (s *Service) change(ctx context.Context, id int64, action string, edit func(context.Context, seckill.Sale) (seckill.Sale, error),
 	redis func(before, after seckill.Sale) error) (View, error) {
 	var after seckill.Sale
 	err := s.ledger.InTx(ctx, func(ctx context.Context) error {
@@ -419,7 +423,7 @@ func (s *Service) change(ctx context.Context, id int64, action string, edit func
 		if err := s.stepRoom(ctx, before); err != nil {
 			return err
 		}
-		if after, err = edit(before); err != nil {
+		if after, err = edit(ctx, before); err != nil {
 			return err
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)

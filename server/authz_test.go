@@ -11,6 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/pquerna/otp/totp"
+
+	"github.com/seckill/seckill/images/imagestest"
 )
 
 // admins are the principals of the authorization matrix: each a header
@@ -105,6 +107,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"POST /admin/api/sales/{id}/pause":          {owned: true},
 		"POST /admin/api/sales/{id}/resume":         {owned: true},
 		"POST /admin/api/sales/{id}/end":            {owned: true},
+		"PUT /admin/api/sales/{id}/image":           {owned: true, body: string(imagestest.PNG(40, 30))},
+		"DELETE /admin/api/sales/{id}/image":        {owned: true},
 		"GET /admin/api/sales/{id}/stats":           {owned: true},
 		"GET /admin/api/sales/{id}/history":         {owned: true},
 		"GET /admin/api/audit":                      {},

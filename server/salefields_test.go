@@ -23,13 +23,15 @@ func everyField(merchant int64) seckill.Sale {
 		StartsAt: start, EndsAt: start.Add(2 * time.Hour), Status: seckill.StatusPaused, Buckets: 2,
 		RequireTicket: true, PowDifficulty: 4, VerifiedOnly: true, WaitingRoom: true,
 		QueueOpensAt: start.Add(-7 * time.Minute), AdmitPerSecond: 55, MerchantID: merchant,
+		Description: "A line\nand another", ImageETag: "0123456789abcdef0123456789abcdef",
 		CreatedAt: start.Add(-time.Hour), UpdatedAt: start.Add(-time.Minute),
 	}
 }
 
 // The fields of a sale that no request sets: its id, its status (set by
-// pause, resume and end), and its times of creation and last change.
-var notInput = []string{"ID", "Status", "CreatedAt", "UpdatedAt"}
+// pause, resume and end), its image (set by an upload), and its times of
+// creation and last change.
+var notInput = []string{"ID", "Status", "ImageETag", "CreatedAt", "UpdatedAt"}
 
 // TestSaleFieldsAgree holds every spelling of a sale's fields to
 // seckill.Sale: the request (seckill.SaleInput and its JSON names, Apply,
@@ -74,7 +76,7 @@ func TestSaleFieldsAgree(t *testing.T) {
 		}
 	}
 	made, err := want.Input().NewSale()
-	made.ID, made.Status, made.CreatedAt, made.UpdatedAt = want.ID, want.Status, want.CreatedAt, want.UpdatedAt
+	made.ID, made.Status, made.CreatedAt, made.UpdatedAt, made.ImageETag = want.ID, want.Status, want.CreatedAt, want.UpdatedAt, want.ImageETag
 	if err != nil || !reflect.DeepEqual(made, want) {
 		t.Errorf("Input().NewSale():\n%+v (%v)\nwant\n%+v", made, err, want)
 	}
@@ -96,13 +98,14 @@ func TestSaleFieldsAgree(t *testing.T) {
 		}
 	}
 
-	// The audit row: every setting by its API name (the status too).
+	// The audit row: every setting by its API name (the status and the
+	// image too).
 	_, after := seckill.SaleChanges(seckill.Sale{}, want)
 	var audited map[string]any
 	if err := json.Unmarshal(after, &audited); err != nil {
 		t.Fatal(err)
 	}
-	wantNames := []string{"status"}
+	wantNames := []string{"status", "image_etag"}
 	for _, n := range names {
 		wantNames = append(wantNames, n)
 	}
@@ -137,9 +140,11 @@ func TestSaleFieldsAgree(t *testing.T) {
 	changed.StartsAt, changed.EndsAt, changed.QueueOpensAt = want.StartsAt.Add(time.Minute), want.EndsAt.Add(time.Hour), want.QueueOpensAt.Add(-time.Minute)
 	changed.Status, changed.RequireTicket, changed.PowDifficulty, changed.VerifiedOnly = seckill.StatusActive, false, 5, false
 	changed.WaitingRoom, changed.AdmitPerSecond, changed.UpdatedAt = false, 66, now.Add(time.Second)
+	changed.Description = "Changed description"
+	changed.ImageETag = want.ImageETag // an update leaves the image: an upload changes it (TestSaleImages)
 	for i := range saleType.NumField() {
 		name := saleType.Field(i).Name
-		if !slices.Contains([]string{"ID", "CreatedAt", "Buckets", "MerchantID"}, name) &&
+		if !slices.Contains([]string{"ID", "CreatedAt", "Buckets", "MerchantID", "ImageETag"}, name) &&
 			reflect.ValueOf(changed).Field(i).Interface() == reflect.ValueOf(want).Field(i).Interface() {
 			t.Errorf("the update leaves %s as it was: change it too", name)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -29,6 +30,9 @@ type SaleChanges interface {
 	Update(ctx context.Context, id int64, in seckill.SaleInput) (sales.View, error)
 	Restock(ctx context.Context, id, qty int64) (sales.View, error)
 	Act(ctx context.Context, id int64, a seckill.Action) (sales.View, error)
+	SetImage(ctx context.Context, id int64, raw []byte) (sales.View, error)
+	RemoveImage(ctx context.Context, id int64) (sales.View, error)
+	Image(ctx context.Context, id int64) (seckill.SaleImage, error)
 }
 
 // saleJSON is a sale as the API shows it.
@@ -54,6 +58,10 @@ type saleJSON struct {
 	WaitingRoom    bool      `json:"waiting_room"`
 	QueueOpensAt   time.Time `json:"queue_opens_at"`
 	AdmitPerSecond int64     `json:"admit_per_second"`
+	// Description tells about the item ("" none); ImageURL is its
+	// product image, a URL that changes with the image ("" none).
+	Description string `json:"description"`
+	ImageURL    string `json:"image_url,omitempty"`
 	// MerchantID is whose sale it is (0: the operator's); admin views only.
 	MerchantID *int64    `json:"merchant_id,omitempty"`
 	ServerTime time.Time `json:"server_time"`
@@ -69,6 +77,10 @@ func saleView(v sales.View, now time.Time, admin bool) saleJSON {
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
 		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly,
 		WaitingRoom: sl.WaitingRoom, QueueOpensAt: sl.QueueOpensAt.UTC(), AdmitPerSecond: sl.AdmitPerSecond, ServerTime: now.UTC(),
+		Description: sl.Description,
+	}
+	if sl.ImageETag != "" {
+		j.ImageURL = fmt.Sprintf("/api/sales/%d/image?v=%s", sl.ID, sl.ImageETag)
 	}
 	if admin {
 		j.MerchantID = &sl.MerchantID

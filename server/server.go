@@ -51,9 +51,11 @@ type Config struct {
 	ReadTimeout, WriteTimeout, ShutdownTimeout time.Duration
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
-	// BodyLimit caps shopper request bodies (admin bodies: 16 KiB).
-	BodyLimit    int64
-	CookieSecure bool
+	// BodyLimit caps shopper request bodies (admin bodies: 16 KiB);
+	// ImageMaxBytes an uploaded product image.
+	BodyLimit     int64
+	ImageMaxBytes int64
+	CookieSecure  bool
 	// PublicOrigins are the origins the site is served under;
 	// AllowedOrigins further ones allowed for WebSockets and
 	// cookie-authenticated state changes.
@@ -201,6 +203,7 @@ func (s *Server) routes() error {
 	api.DELETE("/session", s.endSession)
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
+	api.GET("/sales/:id/image", s.saleImage)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
 	// Tickets and challenges take from the buy limiters' budgets.
 	api.GET("/sales/:id/challenge", s.requireUser, s.rateLimit, s.challenge)
@@ -232,6 +235,7 @@ func (s *Server) routes() error {
 	authed.POST("/sales/:id/pause", s.act(seckill.ActionPause))
 	authed.POST("/sales/:id/resume", s.act(seckill.ActionResume))
 	authed.POST("/sales/:id/end", s.act(seckill.ActionEnd))
+	authed.DELETE("/sales/:id/image", s.deleteSaleImage)
 	authed.GET("/sales/:id/stats", s.saleStats)
 	authed.GET("/sales/:id/history", s.saleHistory)
 	authed.GET("/audit", s.auditLog)
@@ -248,6 +252,9 @@ func (s *Server) routes() error {
 	authed.POST("/merchants/:id/payout-account", s.setPayoutAccount)
 	authed.POST("/me/totp", s.enrolTOTP)
 	authed.POST("/me/totp/confirm", s.confirmTOTP)
+
+	// A product image is larger than any other admin body: its own cap.
+	e.PUT("/admin/api/sales/:id/image", s.limitBody(s.cfg.ImageMaxBytes), s.sameOrigin, s.requireAdmin, s.putSaleImage)
 
 	e.GET("/ws/sales/:id", s.serveWS)
 	// The provider's webhook comes from its servers: no cookie, no CSRF

@@ -8,7 +8,7 @@
 // #/balance/{merchant id} (the operator).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
-  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText, cards, orderRef,
+  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText, cards, orderRef, sendFile,
   loadLanguage, t, tx, number, currentLang,
 } from "./common.js";
 import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
@@ -246,6 +246,8 @@ async function formView(id) {
   const fields = {
     name: [t("admin.form.name"), { value: sale ? sale.name : "", maxlength: "200" }],
     item: [t("admin.form.item"), { value: sale ? sale.item : "", maxlength: "200" }],
+    description: [t("admin.form.description"), { tag: "textarea", rows: "3", maxlength: "2000", value: sale ? sale.description : "",
+      "data-may-be-empty": "1" }],
     price_cents: [t("admin.form.price", { currency: currentCurrency() }), { inputmode: "decimal", autocomplete: "off", placeholder: toUnits(1999),
       value: sale ? toUnits(sale.price_cents) : "", "data-money": "1" }],
     total: [t("admin.form.total"), { type: "number", min: "1", step: "1", value: sale ? sale.total : "", disabled: !!sale }],
@@ -271,13 +273,32 @@ async function formView(id) {
   };
   const inputs = {}, errs = {};
   const groups = { main: [], room: [], advanced: [] };
-  for (const [k, [label, attrs]] of Object.entries(fields)) {
-    inputs[k] = el("input", { id: `f-${k}`, name: k, ...attrs, "aria-describedby": `err-${k}` });
+  for (const [k, [label, { tag = "input", value, ...attrs }]] of Object.entries(fields)) {
+    inputs[k] = el(tag, { id: `f-${k}`, name: k, ...attrs, "aria-describedby": `err-${k}` });
+    inputs[k].value = value ?? ""; // a textarea's value is no attribute
     errs[k] = el("span", { class: "err", id: `err-${k}`, "aria-live": "polite" });
     groups[attrs["data-group"] || "main"].push(attrs.type === "checkbox"
       ? el("label", { class: "check" }, inputs[k], label, errs[k])
-      : el("label", { class: k === "name" || k === "item" ? "full" : null }, label, inputs[k], errs[k]));
+      : el("label", { class: ["name", "item", "description"].includes(k) ? "full" : null }, label, inputs[k], errs[k]));
   }
+  // The product image: chosen here, sent once the sale is saved (PUT
+  // …/image: the server checks it and stores it re-encoded); the current
+  // one shown, with a way to remove it.
+  const image = el("input", { type: "file", id: "f-image", accept: "image/jpeg,image/png,image/webp", "aria-describedby": "err-image" });
+  const imageErr = el("span", { class: "err", id: "err-image", "aria-live": "polite" });
+  const preview = el("div", { class: "row", id: "image-preview" });
+  const showPreview = (url) => preview.replaceChildren(...(url ? [
+    el("img", { class: "thumb", src: url, alt: t("admin.form.imageAlt") }),
+    el("button", { type: "button", class: "small ghost-dark", id: "image-remove", onclick: async () => {
+      try {
+        const s2 = await guard(() => api("DELETE", `/admin/api/sales/${sale.id}/image`));
+        if (s2) { toast(t("admin.toast.imageRemoved")); showPreview(""); }
+      } catch (e) { imageErr.textContent = e.message; }
+    } }, t("admin.form.imageRemove")),
+  ] : []));
+  showPreview(sale ? sale.image_url : "");
+  groups.main.push(el("label", { class: "full" }, t("admin.form.image"), preview, image,
+    el("span", { class: "muted small" }, t("admin.form.imageHint")), imageErr));
   // The operator names whose sale it is (a merchant's are its own).
   if (me && me.role === "operator") {
     let list = { merchants: [] };
@@ -322,6 +343,23 @@ async function formView(id) {
     inputs[k].classList.add("invalid");
     inputs[k].setAttribute("aria-invalid", "true");
   };
+  // uploadImage sends the chosen image for saved; false (the refusal shown
+  // beside the field) when it was refused.
+  const uploadImage = async (saved) => {
+    imageErr.textContent = "";
+    try {
+      const s2 = await guard(() => sendFile("PUT", `/admin/api/sales/${saved.id}/image`, image.files[0]));
+      if (!s2) return false;
+      showPreview(s2.image_url);
+      image.value = "";
+      return true;
+    } catch (e) {
+      const f = (e.fields || []).find((x) => x.field === "image");
+      imageErr.textContent = t("admin.form.imageRefused", { reason: f ? f.message : e.message });
+      image.focus();
+      return false;
+    }
+  };
   const onsubmit = async (ev) => {
     ev.preventDefault();
     for (const k in errs) { errs[k].textContent = ""; inputs[k].classList.remove("invalid"); inputs[k].removeAttribute("aria-invalid"); }
@@ -351,7 +389,7 @@ async function formView(id) {
         if (input.dataset.optional && (v === input.dataset.initial || d.getTime() === new Date(input.dataset.initial).getTime())) continue;
         if (!v || Number.isNaN(d.getTime())) fail(k, t("admin.form.err.dateTime"));
         else body[k] = d.toISOString();
-      } else if (v === "") {
+      } else if (v === "" && !input.dataset.mayBeEmpty) {
         fail(k, t("admin.form.err.required"));
       } else {
         body[k] = v;
@@ -368,7 +406,17 @@ async function formView(id) {
       const saved = await guard(() => sale ? api("PATCH", `/admin/api/sales/${sale.id}`, body) : api("POST", "/admin/api/sales", body));
       if (saved) {
         dropDraft();
-        toast(sale ? t("admin.toast.saved") : t("admin.toast.created", { id: saved.id }));
+        const created = !sale;
+        sale = saved;
+        if (image.files[0] && !(await uploadImage(saved))) {
+          // Saved, but its image was refused: the form stays, now the
+          // sale's edit form, to choose another.
+          if (created) history.replaceState(null, "", `#/sales/${saved.id}/edit`);
+          submit.textContent = t("admin.form.save");
+          submit.disabled = false;
+          return;
+        }
+        toast(created ? t("admin.toast.created", { id: saved.id }) : t("admin.toast.saved"));
         location.hash = `#/sales/${saved.id}`;
       }
     } catch (e) {
@@ -603,7 +651,7 @@ async function dashboardView(id) {
 // each field's label (admin.audit.field.<field>) and each role's
 // (admin.audit.role.<role>); one the catalogue lacks shows as it is.
 const auditActions = [
-  "sale.create", "sale.patch", "sale.restock", "sale.pause", "sale.resume", "sale.end", "login", "login.failed",
+  "sale.create", "sale.patch", "sale.image", "sale.restock", "sale.pause", "sale.resume", "sale.end", "login", "login.failed",
   "merchant.create", "merchant.disable", "merchant.enable", "merchant.payout_account", "order.refund", "payout.create",
   "wallet.credit", "totp.enrol", "totp.reset",
 ];
@@ -626,6 +674,7 @@ function fieldValue(k, v) {
   if (k === "price_cents" || k === "amount_cents") return money(v);
   if (k === "status") return statusLabel[v] || v;
   if (k === "merchant_id") return v ? t("admin.audit.merchant", { id: v }) : t("admin.audit.operator");
+  if (k === "image_etag") return v ? t("admin.audit.image", { id: v.slice(0, 8) }) : t("admin.audit.noImage");
   if (typeof v === "string" && /^\d{4}-\d\d-\d\dT/.test(v)) return localTime(v);
   return String(v);
 }

@@ -162,15 +162,25 @@ export class ApiError extends Error {
 
 // api sends a JSON request with the session cookie and returns the decoded
 // body, or throws ApiError (Local.Network when the server cannot be reached).
-export async function api(method, path, body) {
+export function api(method, path, body) {
+  return request(method, path, body === undefined ? undefined : JSON.stringify(body), "application/json");
+}
+
+// sendFile sends a file (a Blob) as the body, as it is (an image upload),
+// answered like api.
+export function sendFile(method, path, file) {
+  return request(method, path, file, file.type || "application/octet-stream");
+}
+
+async function request(method, path, body, type) {
   let res;
   try {
     res = await fetch(path, {
       method,
       credentials: "same-origin",
       // Refusals come back in the page's language (their codes never change).
-      headers: body === undefined ? { "Accept-Language": lang } : { "Accept-Language": lang, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: body === undefined ? { "Accept-Language": lang } : { "Accept-Language": lang, "Content-Type": type },
+      body,
     });
   } catch (e) {
     throw new ApiError(0, Local.Network, t("common.network"));

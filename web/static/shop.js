@@ -184,6 +184,7 @@ async function salesView() {
     const left = el("span");
     const of = el("span");
     const card = el("a", { class: "card sale-card", href: `#/sales/${s.id}`, "data-sale": s.id },
+      s.image_url ? el("img", { class: "thumb", src: s.image_url, alt: "", loading: "lazy" }) : null,
       el("div", { class: "row" }, badge, when),
       el("div", { class: "item" }, userText(s.item)),
       el("div", { class: "muted" }, userText(s.name)),
@@ -537,10 +538,13 @@ async function saleView(id) {
 
   v.show(el("div", { class: "sale-page" },
     el("section", { class: "card hero" },
+      sale.image_url ? el("img", { class: "product", id: "product-image", src: sale.image_url, alt: sale.item }) : null,
       el("div", { class: "row" }, badge, mode),
       el("div", { class: "item", id: "item" }, userText(sale.item)),
       el("div", { id: "sale-name" }, userText(sale.name)),
-      el("div", { class: "price" }, money(sale.price_cents))),
+      el("div", { class: "price" }, money(sale.price_cents)),
+      sale.description ? el("div", { class: "description", id: "description" },
+        sale.description.split("\n").map((line) => el("p", {}, userText(line)))) : null),
     el("section", { class: "card buy-box" },
       el("div", {}, countdownLabel, countdown),
       el("div", { class: "bar" }, fill),
