@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -85,3 +87,29 @@ func Message(tag language.Tag, key string) (string, bool) {
 
 // CodeKey is the catalogue key of an outcome code's message.
 func CodeKey(code string) string { return "code." + code }
+
+// digits are the figures of a field's message, which its catalogue key
+// holds as {0}, {1}, … in order.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// Field is a refusal's message about one field in tag's language: the
+// catalogue's "field.<message with its figures as {0}, {1}…>", the
+// figures put back; the message as it is when the catalogue lacks it.
+func Field(tag language.Tag, msg string) string {
+	if tag == Default {
+		return msg
+	}
+	var figures []string
+	key := "field." + digits.ReplaceAllStringFunc(msg, func(d string) string {
+		figures = append(figures, d)
+		return "{" + strconv.Itoa(len(figures)-1) + "}"
+	})
+	s, ok := Message(tag, key)
+	if !ok {
+		return msg
+	}
+	for i, f := range figures {
+		s = strings.ReplaceAll(s, "{"+strconv.Itoa(i)+"}", f)
+	}
+	return s
+}

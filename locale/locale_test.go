@@ -1,15 +1,19 @@
 package locale_test
 
 import (
+	"errors"
 	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/text/language"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/images"
+	"github.com/seckill/seckill/images/imagestest"
 	"github.com/seckill/seckill/locale"
 	"github.com/seckill/seckill/web"
 )
@@ -118,6 +122,49 @@ func TestOf(t *testing.T) {
 	} {
 		if got := locale.Of(h); got != want {
 			t.Errorf("Of(%.40q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestFieldMessagesTranslated: every message a sale's rules, a text's and
+// an image's checks give a field has its Chinese, its figures kept.
+func TestFieldMessagesTranslated(t *testing.T) {
+	var fields []seckill.FieldError
+	collect := func(err error) {
+		var e *seckill.Error
+		if errors.As(err, &e) {
+			fields = append(fields, e.Fields...)
+		}
+	}
+	collect(seckill.Sale{}.Validate())
+	_, err := seckill.SaleInput{}.NewSale()
+	collect(err)
+	bad := seckill.Sale{Name: " x", Item: "a\u202eb", Description: strings.Repeat("d", 3000), PriceCents: -1, Total: 5, PerUserLimit: 9,
+		Buckets: 99, PowDifficulty: 99, AdmitPerSecond: -1, StartsAt: time.Now(), EndsAt: time.Now().Add(-time.Hour),
+		QueueOpensAt: time.Now().Add(time.Hour)}
+	collect(bad.Validate())
+	collect(seckill.ValidRestock(seckill.MaxTotal, 5))
+	collect(seckill.ValidRestock(0, 0))
+	for _, raw := range [][]byte{nil, imagestest.PNGClaiming(60_000, 60_000), imagestest.PNGClaiming(10, 10)} {
+		_, err := images.Process(raw)
+		collect(err)
+	}
+	if len(fields) < 15 {
+		t.Fatalf("only %d field messages to try: %v", len(fields), fields)
+	}
+	for _, f := range fields {
+		zh := locale.Field(language.SimplifiedChinese, f.Message)
+		if zh == f.Message {
+			t.Errorf("%s: %q has no Chinese (catalogue key field.%s)", f.Field, f.Message,
+				regexp.MustCompile(`[0-9]+`).ReplaceAllString(f.Message, "{n}"))
+		}
+		for _, n := range regexp.MustCompile(`[0-9]+`).FindAllString(f.Message, -1) {
+			if !strings.Contains(zh, n) {
+				t.Errorf("%q in Chinese, %q, lost the figure %s", f.Message, zh, n)
+			}
+		}
+		if en := locale.Field(language.English, f.Message); en != f.Message {
+			t.Errorf("in English %q became %q", f.Message, en)
 		}
 	}
 }

@@ -42,18 +42,29 @@ func newAnswer(code seckill.Code, message string, fields []seckill.FieldError) *
 func (a *answer) Error() string { return string(a.code) + ": " + a.message }
 
 // in is a in tag's language: a code's table message becomes its
-// catalogue's (locale); a message of a refusal's own, and the fields'
-// messages, stay as they are. The code never changes.
+// catalogue's, and so do the fields' messages (locale.Field), the
+// message that joins them too; a message of a refusal's own stays as it
+// is. The code never changes.
 func (a *answer) in(tag language.Tag) *answer {
-	if a.message != a.code.Message() {
-		return a
-	}
-	msg, ok := locale.Message(tag, locale.CodeKey(string(a.code)))
-	if !ok {
-		return a
-	}
 	t := *a
-	t.message, t.body = msg, nil
+	if a.message == a.code.Message() {
+		msg, ok := locale.Message(tag, locale.CodeKey(string(a.code)))
+		if !ok {
+			return a
+		}
+		t.message = msg
+	}
+	if len(a.fields) > 0 {
+		joined := a.message == seckill.Invalid(a.fields...).Message
+		t.fields = make([]seckill.FieldError, len(a.fields))
+		for i, f := range a.fields {
+			t.fields[i] = seckill.FieldError{Field: f.Field, Message: locale.Field(tag, f.Message)}
+		}
+		if joined {
+			t.message = seckill.Invalid(t.fields...).Message
+		}
+	}
+	t.body = nil
 	return &t
 }
 

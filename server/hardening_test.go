@@ -391,8 +391,8 @@ func TestDeadLettersShown(t *testing.T) {
 }
 
 // TestRefusalsInTheAskersLanguage: a refusal's message follows
-// Accept-Language (Simplified Chinese or English), its code never
-// changes; a message of a refusal's own and the fields' stay English.
+// Accept-Language (Simplified Chinese or English), its fields' messages
+// too; its code never changes; a message of a refusal's own stays.
 func TestRefusalsInTheAskersLanguage(t *testing.T) {
 	st := newStack(t)
 	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 1, Limit: 1})
@@ -416,10 +416,19 @@ func TestRefusalsInTheAskersLanguage(t *testing.T) {
 	if r := call(t, st.h, "GET", "/api/sales/987654321", nil, "Accept-Language: zh-CN"); r.code() != "sale_not_found" || r.message() != "没有这个活动。" {
 		t.Errorf("no such sale in Chinese: %v", r)
 	}
-	// A refusal with fields: the code's message is the refusal's own
-	// (English), and so are the fields'.
+	// A refusal with fields: each field's message in Chinese, figures
+	// kept, and the message that joins them; in English as before.
 	r := call(t, st.h, "GET", "/admin/api/audit?limit=0", nil, admin(), "Accept-Language: zh-CN")
-	if r.code() != "invalid_request" || r.Body["error"].(map[string]any)["fields"] == nil || !strings.Contains(r.Raw, "must be 1 to") {
-		t.Errorf("a refusal of its own in Chinese: %v", r)
+	fields, _ := r.Body["error"].(map[string]any)["fields"].([]any)
+	if r.code() != "invalid_request" || len(fields) != 1 || fields[0].(map[string]any)["field"] != "limit" ||
+		fields[0].(map[string]any)["message"] != "必须在 1 到 500 之间" || r.message() != "limit: 必须在 1 到 500 之间" {
+		t.Errorf("a refusal with fields in Chinese: %v", r)
+	}
+	if r := call(t, st.h, "GET", "/admin/api/audit?limit=0", nil, admin()); r.message() != "limit: must be 1 to 500" {
+		t.Errorf("the same in English: %v", r)
+	}
+	// A message of a refusal's own (not the table's, no fields) stays.
+	if r := call(t, st.h, "GET", "/api/orders", nil, "Accept-Language: zh-CN"); r.code() != "unauthenticated" || r.message() != "Sign in first: no session token." {
+		t.Errorf("a message of its own: %v", r)
 	}
 }

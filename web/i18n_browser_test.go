@@ -99,6 +99,14 @@ func TestPagesInChinese(t *testing.T) {
 		admin.screenshot(dir, "zh-admin-"+p.name+".png")
 		admin.phone(func() { admin.screenshot(dir, "zh-admin-"+p.name+"-phone.png") })
 	}
+	// A refusal of the form, in Chinese beside its field.
+	admin.allowed = append(admin.allowed, "status of 400 (Bad Request)")
+	admin.do("new sale", chromedp.Navigate(site.URL+"/admin#/new"), chromedp.WaitVisible(chromedp.CSS("#sale-form")),
+		chromedp.SendKeys(chromedp.CSS("#f-name"), "夜场秒杀"), chromedp.SendKeys(chromedp.CSS("#f-item"), "机械键盘"),
+		chromedp.SendKeys(chromedp.CSS("#f-price_cents"), "99"), chromedp.SendKeys(chromedp.CSS("#f-total"), "3"),
+		chromedp.SetValue(chromedp.CSS("#f-per_user_limit"), "5"), chromedp.Click(chromedp.CSS("#save")))
+	admin.waitJS("refused in Chinese", `document.querySelector("#err-per_user_limit").textContent === "必须在 1 到总量之间"`, 10*time.Second)
+	admin.screenshot(dir, "zh-admin-form-refused.png")
 	for _, tb := range []*tab{shopper, admin} {
 		tb.checkConsole()
 	}
