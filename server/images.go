@@ -34,7 +34,7 @@ func (s *Server) putSaleImage(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, saleView(v, s.Now(), true))
+	c.JSON(http.StatusOK, s.saleView(v, s.Now(), true))
 }
 
 // deleteSaleImage answers DELETE /admin/api/sales/:id/image.
@@ -49,7 +49,7 @@ func (s *Server) deleteSaleImage(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, saleView(v, s.Now(), true))
+	c.JSON(http.StatusOK, s.saleView(v, s.Now(), true))
 }
 
 // saleImage answers GET /api/sales/:id/image: the JPEG, with its ETag.

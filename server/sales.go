@@ -62,14 +62,16 @@ type saleJSON struct {
 	// product image, a URL that changes with the image ("" none).
 	Description string `json:"description"`
 	ImageURL    string `json:"image_url,omitempty"`
+	// Currency is the ISO 4217 code of price_cents (the deployment's).
+	Currency string `json:"currency"`
 	// MerchantID is whose sale it is (0: the operator's); admin views only.
 	MerchantID *int64    `json:"merchant_id,omitempty"`
 	ServerTime time.Time `json:"server_time"`
 }
 
-// saleView shows a sale with its live stock at now; to an admin with its
-// merchant too.
-func saleView(v sales.View, now time.Time, admin bool) saleJSON {
+// saleView shows a sale with its live stock at now, its price in the
+// deployment's currency; to an admin with its merchant too.
+func (s *Server) saleView(v sales.View, now time.Time, admin bool) saleJSON {
 	sl, st := v.Sale, v.Stock
 	j := saleJSON{
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
@@ -77,7 +79,7 @@ func saleView(v sales.View, now time.Time, admin bool) saleJSON {
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
 		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly,
 		WaitingRoom: sl.WaitingRoom, QueueOpensAt: sl.QueueOpensAt.UTC(), AdmitPerSecond: sl.AdmitPerSecond, ServerTime: now.UTC(),
-		Description: sl.Description,
+		Description: sl.Description, Currency: s.cfg.Currency,
 	}
 	if sl.ImageETag != "" {
 		j.ImageURL = fmt.Sprintf("/api/sales/%d/image?v=%s", sl.ID, sl.ImageETag)
@@ -101,7 +103,7 @@ func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.
 	now := s.Now()
 	out := make([]saleJSON, len(vs))
 	for i, v := range vs {
-		out[i] = saleView(v, now, admin)
+		out[i] = s.saleView(v, now, admin)
 	}
 	c.JSON(http.StatusOK, gin.H{"sales": out})
 }
@@ -123,7 +125,7 @@ func (s *Server) showSale(c *gin.Context, load func(context.Context, int64) (sal
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, saleView(v, s.Now(), admin))
+	c.JSON(http.StatusOK, s.saleView(v, s.Now(), admin))
 }
 
 // writeSale answers an admin request with a sale, or with err.
@@ -132,7 +134,7 @@ func (s *Server) writeSale(c *gin.Context, status int, v sales.View, err error) 
 		abort(c, err)
 		return
 	}
-	c.JSON(status, saleView(v, s.Now(), true))
+	c.JSON(status, s.saleView(v, s.Now(), true))
 }
 
 func (s *Server) createSale(c *gin.Context) {

@@ -55,7 +55,9 @@ type Config struct {
 	// ImageMaxBytes an uploaded product image.
 	BodyLimit     int64
 	ImageMaxBytes int64
-	CookieSecure  bool
+	// Currency is the ISO 4217 code of every price (funds' currency).
+	Currency     string
+	CookieSecure bool
 	// PublicOrigins are the origins the site is served under;
 	// AllowedOrigins further ones allowed for WebSockets and
 	// cookie-authenticated state changes.

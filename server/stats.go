@@ -84,7 +84,7 @@ func (s *Server) saleStats(c *gin.Context) {
 		}
 	}
 	now := s.Now()
-	v := saleView(st.View, now, true)
+	v := s.saleView(st.View, now, true)
 	var queue *queueStatsJSON
 	if q := st.Queue; q != nil {
 		queue = &queueStatsJSON{Size: q.Size, Admitted: q.Admitted, JoinedBeforeStart: q.JoinedBeforeStart,

@@ -64,7 +64,7 @@ func SessionsConfig(c configs.Config) sessions.Config {
 func ServerConfig(c configs.Config) server.Config {
 	return server.Config{
 		Addr: c.HTTP.Addr, ReadTimeout: c.HTTP.ReadTimeout, WriteTimeout: c.HTTP.WriteTimeout, ShutdownTimeout: c.Process.ShutdownTimeout,
-		TrustedProxies: c.HTTP.TrustedProxiesList(), BodyLimit: c.HTTP.BodyLimit, ImageMaxBytes: c.HTTP.ImageMaxBytes, CookieSecure: c.HTTP.CookieSecure,
+		TrustedProxies: c.HTTP.TrustedProxiesList(), BodyLimit: c.HTTP.BodyLimit, ImageMaxBytes: c.HTTP.ImageMaxBytes, Currency: c.Funds.Currency, CookieSecure: c.HTTP.CookieSecure,
 		PublicOrigins: c.HTTP.PublicOriginsList(), AllowedOrigins: c.HTTP.AllowedOriginsList(),
 		WSMaxPerIP: c.HTTP.WSMaxPerIP, WSMaxTotal: c.HTTP.WSMaxTotal, WSPoll: c.HTTP.WSPoll,
 		RateGlobal: c.Buy.RateGlobal, RatePerUser: c.Buy.RatePerUser, RatePerIP: c.Buy.RatePerIP,

@@ -237,6 +237,7 @@ async function formView(id) {
       return v.show(el("p", { class: "result bad" }, e.message));
     }
     if (!sale) return;
+    setCurrency(sale.currency); // its price is typed in the sale's currency
   }
   const start = new Date(serverNow() + 60_000);
   const started = !!sale && serverNow() >= Date.parse(sale.starts_at);

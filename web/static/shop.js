@@ -171,6 +171,7 @@ async function salesView() {
     const sent = Date.now();
     list = (await api("GET", "/api/sales")).sales;
     if (list.length) noteServerTime(list[0].server_time, sent, Date.now());
+    if (list.length) setCurrency(list[0].currency); // prices are in the sale's currency
   } catch (e) {
     return v.show(el("p", { class: "result bad" }, e.message));
   }
@@ -349,6 +350,7 @@ async function saleView(id) {
     const sent = Date.now();
     sale = await api("GET", `/api/sales/${id}`);
     noteServerTime(sale.server_time, sent, Date.now());
+    setCurrency(sale.currency);
   } catch (e) {
     return v.show(el("p", { class: "result bad" }, e.message));
   }
