@@ -93,6 +93,9 @@ func TestProcess(t *testing.T) {
 		{"truncated jpeg", full[:len(full)/2], images.ErrCorrupt},
 		{"jpeg header only", full[:20], images.ErrCorrupt},
 		{"png with a broken body", imagestest.PNGClaiming(10, 10), images.ErrCorrupt},
+		{"webp: a 1 × 1 canvas, a 8000 × 8000 frame", imagestest.WebPClaiming(1, 1, 8000, 8000), images.ErrPixels},
+		{"webp: a 16384 × 16384 frame", imagestest.WebPClaiming(16384, 16384, 16384, 16384), images.ErrPixels},
+		{"jpeg of a thousand scans", append(full[:len(full)-2], append(bytes.Repeat([]byte{0xFF, 0xDA, 0, 2}, 1000), 0xFF, 0xD9)...), images.ErrPixels},
 	} {
 		if _, err := images.Process(tc.raw); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

@@ -31,13 +31,22 @@ var Default = Tags[0]
 
 var matcher = language.NewMatcher(Tags)
 
+// maxAcceptLanguage bounds the Accept-Language header parsed: a refusal
+// costs no more to a header of a megabyte.
+const maxAcceptLanguage = 256
+
 // Of is the language to answer an Accept-Language header in: its best
 // match among Tags, Default when nothing matches. An empty header or one
 // that starts with English costs no parsing: most requests of a flash
 // sale are buys from programs and English-speaking browsers.
 func Of(acceptLanguage string) language.Tag {
-	if acceptLanguage == "" || strings.HasPrefix(acceptLanguage, "en") {
+	switch {
+	case acceptLanguage == "" || strings.HasPrefix(acceptLanguage, "en"):
 		return Default
+	case acceptLanguage == "zh-CN": // what the pages send
+		return language.SimplifiedChinese
+	case len(acceptLanguage) > maxAcceptLanguage:
+		return Default // no browser sends that much: not worth parsing
 	}
 	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
 	if err != nil || len(tags) == 0 {

@@ -34,6 +34,10 @@ type dialect struct {
 	// transaction ends: it waits for a row another transaction inserted
 	// and has not committed yet, and then sees it.
 	lockShared string
+	// upsertImage ends the INSERT of a sale's image so that it replaces
+	// the one the sale had: one statement, no gap lock of a DELETE of a
+	// row that is not there (two first uploads deadlocked on those).
+	upsertImage string
 	// hasVersionTable counts the goose version table (0 or 1).
 	hasVersionTable string
 }
@@ -41,14 +45,18 @@ type dialect struct {
 var (
 	mysqlDialect = dialect{
 		goose: goose.DialectMySQL, migrations: schema.MySQL,
-		skipDuplicates:  ` ON DUPLICATE KEY UPDATE id = id`,
-		lockRow:         ` FOR UPDATE`,
-		lockShared:      ` LOCK IN SHARE MODE`,
+		skipDuplicates: ` ON DUPLICATE KEY UPDATE id = id`,
+		lockRow:        ` FOR UPDATE`,
+		lockShared:     ` LOCK IN SHARE MODE`,
+		upsertImage: ` ON DUPLICATE KEY UPDATE etag = VALUES(etag), width = VALUES(width), height = VALUES(height),
+			bytes = VALUES(bytes), updated_at = VALUES(updated_at)`,
 		hasVersionTable: `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'goose_db_version'`,
 	}
 	sqliteDialect = dialect{
 		goose: goose.DialectSQLite3, migrations: schema.SQLite,
-		skipDuplicates:  ` ON CONFLICT DO NOTHING`,
+		skipDuplicates: ` ON CONFLICT DO NOTHING`,
+		upsertImage: ` ON CONFLICT (sale_id) DO UPDATE SET etag = excluded.etag, width = excluded.width, height = excluded.height,
+			bytes = excluded.bytes, updated_at = excluded.updated_at`,
 		hasVersionTable: `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`,
 	}
 )

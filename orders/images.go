@@ -34,13 +34,13 @@ const (
 // caller's transaction with the sale's row locked.
 func (s *Store) SetSaleImage(ctx context.Context, img seckill.SaleImage, now time.Time) error {
 	q := s.q(ctx)
-	if _, err := q.ExecContext(ctx, deleteSaleImage, img.SaleID); err != nil {
-		return failed(fmt.Sprintf("sale %d: remove the image", img.SaleID), err)
-	}
-	if img.ETag != "" {
-		if _, err := q.ExecContext(ctx, insertSaleImage, img.SaleID, img.ETag, img.Width, img.Height, img.Bytes, now.UTC()); err != nil {
-			return failed(fmt.Sprintf("sale %d: store the image", img.SaleID), err)
+	if img.ETag == "" {
+		if _, err := q.ExecContext(ctx, deleteSaleImage, img.SaleID); err != nil {
+			return failed(fmt.Sprintf("sale %d: remove the image", img.SaleID), err)
 		}
+	} else if _, err := q.ExecContext(ctx, insertSaleImage+s.dialect.upsertImage, img.SaleID, img.ETag, img.Width, img.Height,
+		img.Bytes, now.UTC()); err != nil {
+		return failed(fmt.Sprintf("sale %d: store the image", img.SaleID), err)
 	}
 	if _, err := q.ExecContext(ctx, setSaleImageETag, img.ETag, now.UTC(), img.SaleID); err != nil {
 		return failed(fmt.Sprintf("sale %d: name the image", img.SaleID), err)

@@ -91,6 +91,8 @@ type Service struct {
 	// most; rules their stock for the buy path's bot-defence settings.
 	rows  *cache[seckill.Sale]
 	rules *cache[seckill.Stock]
+	// pictures are the product images served last (images.go).
+	pictures pictures
 }
 
 // New returns a Service on the clock now.

@@ -46,6 +46,17 @@ func (a *answer) Error() string { return string(a.code) + ": " + a.message }
 // message that joins them too; a message of a refusal's own stays as it
 // is. The code never changes.
 func (a *answer) in(tag language.Tag) *answer {
+	if a == codeAnswers[a.code] { // a table answer: built for each language
+		if l, ok := localAnswers[tag][a.code]; ok {
+			return l
+		}
+	}
+	return a.translated(tag)
+}
+
+// translated is a copy of a in tag's language (in's work), its body to
+// be encoded.
+func (a *answer) translated(tag language.Tag) *answer {
 	t := *a
 	if a.message == a.code.Message() {
 		msg, ok := locale.Message(tag, locale.CodeKey(string(a.code)))
@@ -85,6 +96,23 @@ var codeAnswers = func() map[seckill.Code]*answer {
 		a := newAnswer(c, c.Message(), nil)
 		a.body, _ = json.Marshal(errorBody{Error: errorDetail{Code: c, Message: a.message}})
 		m[c] = a
+	}
+	return m
+}()
+
+// localAnswers are codeAnswers in each other language, their bodies
+// encoded once too.
+var localAnswers = func() map[language.Tag]map[seckill.Code]*answer {
+	m := map[language.Tag]map[seckill.Code]*answer{}
+	for _, tag := range locale.Tags[1:] {
+		m[tag] = map[seckill.Code]*answer{}
+		for c, a := range codeAnswers {
+			l := a.translated(tag)
+			if l != a { // the catalogue has it
+				l.body, _ = json.Marshal(errorBody{Error: errorDetail{Code: c, Message: l.message}})
+			}
+			m[tag][c] = l
+		}
 	}
 	return m
 }()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,14 +21,11 @@ func (s *Server) putSaleImage(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	// A file takes longer to arrive than a JSON body: its own deadline.
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(imageReadTimeout))
 	raw, err := io.ReadAll(c.Request.Body)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		abort(c, bodyTooLarge(tooLarge.Limit))
-		return
-	case err != nil:
-		abort(c, err)
+	if err != nil {
+		abort(c, readError(err))
 		return
 	}
 	v, err := s.Sales.SetImage(c.Request.Context(), id, raw)
@@ -78,11 +77,30 @@ func (s *Server) saleImage(c *gin.Context) {
 	} else {
 		h.Set("Cache-Control", "public, max-age=60")
 	}
-	if c.GetHeader("If-None-Match") == etag {
+	if matches(c.GetHeader("If-None-Match"), img.ETag) {
 		c.Status(http.StatusNotModified)
 		return
 	}
 	c.Data(http.StatusOK, "image/jpeg", img.Bytes)
+}
+
+// defaultImageMaxBytes is image_max_bytes' default (configs/seckill.yaml).
+const defaultImageMaxBytes = 5 << 20
+
+// imageReadTimeout is how long an image upload may take to arrive (5 MB
+// at 1 Mbit/s, with room).
+const imageReadTimeout = 2 * time.Minute
+
+// matches says whether an If-None-Match header names etag: "*", or a list
+// of entity tags compared weakly (W/ ignored), as RFC 9110 says.
+func matches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == `"`+etag+`"` {
+			return true
+		}
+	}
+	return false
 }
 
 // errNoImage is the refusal of a sale's image that does not exist.

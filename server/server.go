@@ -52,7 +52,7 @@ type Config struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
 	TrustedProxies []string
 	// BodyLimit caps shopper request bodies (admin bodies: 16 KiB);
-	// ImageMaxBytes an uploaded product image.
+	// ImageMaxBytes an uploaded product image (0: 5 MiB).
 	BodyLimit     int64
 	ImageMaxBytes int64
 	// Currency is the ISO 4217 code of every price (funds' currency).
@@ -153,6 +153,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	}
 	if s.Now == nil {
 		s.Now = time.Now
+	}
+	if s.cfg.ImageMaxBytes <= 0 {
+		s.cfg.ImageMaxBytes = defaultImageMaxBytes
 	}
 	if s.Registry == nil {
 		s.Registry = prometheus.NewRegistry()

@@ -52,3 +52,30 @@ func PNGClaiming(w, h uint32) []byte {
 	out = append(out, chunk("IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})...)
 	return append(out, chunk("IEND", nil)...)
 }
+
+// WebPClaiming is an extended WebP whose canvas (VP8X) is cw × ch while
+// its lossless frame (VP8L) claims fw × fh: a decoder that trusted the
+// canvas would allocate for the frame.
+func WebPClaiming(cw, ch, fw, fh int) []byte {
+	chunk := func(kind string, data []byte) []byte {
+		var b bytes.Buffer
+		b.WriteString(kind)
+		_ = binary.Write(&b, binary.LittleEndian, uint32(len(data)))
+		b.Write(data)
+		if len(data)%2 == 1 {
+			b.WriteByte(0)
+		}
+		return b.Bytes()
+	}
+	le24 := func(n int) []byte { return []byte{byte(n), byte(n >> 8), byte(n >> 16)} }
+	vp8x := append(append([]byte{0x10, 0, 0, 0}, le24(cw-1)...), le24(ch-1)...) // flags: alpha
+	bits := uint32(fw-1) | uint32(fh-1)<<14
+	vp8l := []byte{0x2f, byte(bits), byte(bits >> 8), byte(bits >> 16), byte(bits >> 24), 0, 0, 0, 0, 0, 0, 0}
+	body := append([]byte("WEBP"), chunk("VP8X", vp8x)...)
+	body = append(body, chunk("VP8L", vp8l)...)
+	var b bytes.Buffer
+	b.WriteString("RIFF")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(len(body)))
+	b.Write(body)
+	return b.Bytes()
+}

@@ -195,7 +195,7 @@ async function salesView() {
     const paint = () => {
       const st = liveStatus(s);
       badge.className = `badge ${st}`;
-      badge.textContent = statusLabel[st];
+      badge.textContent = statusLabel[st] || st;
       when.textContent = st === Phase.Scheduled ? t("shop.list.starts_in", { time: duration(Date.parse(s.starts_at) - serverNow()) })
         : st === Phase.Active ? t("shop.list.ends_in", { time: duration(Date.parse(s.ends_at) - serverNow()) }) : "";
       fill.style.width = `${Math.min(100, (100 * s.remaining) / Math.max(1, s.total))}%`;
@@ -385,7 +385,7 @@ async function saleView(id) {
   const paint = () => {
     const st = liveStatus(sale);
     badge.className = `badge ${st}`;
-    badge.textContent = statusLabel[st];
+    badge.textContent = statusLabel[st] || st;
     fill.style.width = `${Math.min(100, (100 * sale.remaining) / Math.max(1, sale.total))}%`;
     left.textContent = sale.remaining;
     ofTotal.textContent = t("shop.stock.of", { total: number(sale.total) });
