@@ -102,6 +102,7 @@ func TestMerchantInBrowser(t *testing.T) {
 	// At phone width.
 	m.do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(site.URL+"/admin#/"), chromedp.WaitVisible(chromedp.CSS("#sales")))
 	m.waitJS("names whole", `(() => { const a = document.querySelector("#sales td a strong"); return a && a.getClientRects().length <= 2 })()`, 5*time.Second)
+	m.waitJS("actions in view", inView(`#sales [data-sale] a[href$="/edit"]`)+" && "+inView(`#sales [data-sale] a.button`), 5*time.Second)
 	m.screenshot(dir, "admin-phone-sales.png")
 	m.do("phone dashboard", chromedp.Navigate(fmt.Sprintf("%s/admin#/sales/%d", site.URL, id)), chromedp.WaitVisible(chromedp.CSS("#timeline [data-audit]")))
 	m.screenshot(dir, "admin-phone-dashboard.png")

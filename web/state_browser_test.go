@@ -149,6 +149,12 @@ func TestShopperLimitAndSoldOut(t *testing.T) {
 		t.Errorf(`the sold-out page says "sold out" %s times, want once`, n)
 	}
 	erin.screenshot(dir, "sale-sold-out-once.png")
+	// On a phone her orders show the Pay button and the time left whole.
+	erin.do("orders on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(site.URL+"/#/orders"),
+		chromedp.WaitVisible(chromedp.CSS("[data-pay]")))
+	erin.waitJS("pay and time left in view", inView(`[data-pay]`)+` && `+inView(`[data-order] td:last-child .muted`)+
+		` && /left$/.test(document.querySelector("[data-order] td:last-child .muted").textContent)`, 10*time.Second)
+	erin.screenshot(dir, "shopper-orders-phone.png")
 	erin.checkConsole()
 }
 
@@ -191,4 +197,11 @@ func TestAdminLoggedOut(t *testing.T) {
 		t.Errorf("the saved sale: %+v %v", s, err)
 	}
 	admin.checkConsole()
+}
+
+// inView is a JavaScript expression: the element sel is shown and lies
+// whole within the window's width.
+func inView(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false;
+		const r = e.getBoundingClientRect(); return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; })()`, sel)
 }
