@@ -475,6 +475,24 @@ func (s *Store) Buyers(ctx context.Context, sale int64) (map[string]int64, error
 	return out, nil
 }
 
+// Bought is the units user holds in a sale (what its per-user cap
+// counts): one read of the part user is pinned to; ErrSaleNotFound for a
+// sale Redis does not hold.
+func (s *Store) Bought(ctx context.Context, sale int64, user string) (int64, error) {
+	parts, err := s.Parts(ctx, sale)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.rdb.HGet(ctx, s.partKeys(partFor(parts, user)).Buyers(), user).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, failed(fmt.Sprintf("units of %s in sale %d", user, sale), err)
+	}
+	return n, nil
+}
+
 // Charging looks up an order of user accepted by buy.lua, as its event,
 // with what paying it needs besides: whose sale it is (merchant -1 in
 // keys warmed before Redis kept it); one round trip to user's part of the

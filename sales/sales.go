@@ -64,6 +64,7 @@ type Stock interface {
 	Stock(ctx context.Context, sale int64) (seckill.Stock, error)
 	Stocks(ctx context.Context, sales []int64) (map[int64]seckill.Stock, error)
 	Charging(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, merchant int64, ok bool, err error)
+	Bought(ctx context.Context, sale int64, user string) (int64, error)
 	Outcomes(ctx context.Context, sale int64) (map[string]int64, error)
 	FirstCapped(ctx context.Context, sale int64, n int64) ([]seckill.CappedUser, error)
 	ReadQueue(ctx context.Context, sale int64, user string, now time.Time, gone bool) (seckill.Queue, error)
@@ -261,6 +262,13 @@ func (s *Service) Find(ctx context.Context, id int64) (View, error) {
 		return View{}, err
 	}
 	return s.view(ctx, sl)
+}
+
+// Bought is the units user holds in a sale, as its per-user cap counts
+// them (Redis, not the ledger: a shopper's page asks it on every visit,
+// at a drop's opening too).
+func (s *Service) Bought(ctx context.Context, id int64, user string) (int64, error) {
+	return s.stock.Bought(ctx, id, user)
 }
 
 // Named returns a sale's row as of a second ago at most: its name and

@@ -497,6 +497,41 @@ func TestSalesAPI(t *testing.T) {
 	}
 }
 
+// TestMyUnits: GET /api/sales/{id}/mine tells a shopper the units the
+// per-user limit counts: none, then what they bought (in a sale of
+// several buckets too), never another's.
+func TestMyUnits(t *testing.T) {
+	st := newStack(t)
+	for _, buckets := range []int{1, 4} {
+		sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: 40, Limit: 5, Buckets: buckets})
+		mine := func(user string) response {
+			return call(t, st.h, "GET", fmt.Sprintf("/api/sales/%d/mine", sale.ID), nil, bearer(servertest.Token(t, user)))
+		}
+		alice := fmt.Sprintf("u_mine_a%d", buckets)
+		if r := mine(alice); r.Status != 200 || num(r.Body, "bought") != 0 {
+			t.Errorf("%d buckets, before buying: %v", buckets, r)
+		}
+		for i, qty := range []int64{2, 1} {
+			if r := call(t, st.h, "POST", buyPath(sale.ID), buyBody(qty, fmt.Sprintf("mine-%d-%d", buckets, i)),
+				bearer(servertest.Token(t, alice))); r.Status != 200 {
+				t.Fatal(r)
+			}
+		}
+		if r := mine(alice); num(r.Body, "bought") != 3 || num(r.Body, "sale_id") != sale.ID {
+			t.Errorf("%d buckets, after buying 3: %v", buckets, r)
+		}
+		if r := mine(fmt.Sprintf("u_mine_b%d", buckets)); num(r.Body, "bought") != 0 {
+			t.Errorf("%d buckets, another shopper: %v", buckets, r)
+		}
+	}
+	if r := call(t, st.h, "GET", "/api/sales/424242/mine", nil, bearer(servertest.Token(t, "u_mine_c"))); r.Status != 404 || r.code() != "sale_not_found" {
+		t.Errorf("unknown sale: %v", r)
+	}
+	if r := call(t, st.h, "GET", "/api/sales/1/mine", nil); r.Status != 401 {
+		t.Errorf("signed out: %v", r)
+	}
+}
+
 func TestHealthReadyMetrics(t *testing.T) {
 	st := newStack(t, "SECKILL_RATE_PER_USER=1000", "SECKILL_RATE_PER_IP=1000")
 	// Before any buy, every outcome reads 0 (a dashboard shows 0, not

@@ -21,6 +21,7 @@ type SaleCatalog interface {
 	Find(ctx context.Context, id int64) (sales.View, error)
 	Get(ctx context.Context, id int64) (sales.View, error)
 	Exists(ctx context.Context, id int64) error
+	Bought(ctx context.Context, id int64, user string) (int64, error)
 }
 
 // SaleChanges changes the sales (sales.Service), each change audited and
@@ -110,6 +111,22 @@ func (s *Server) writeSales(c *gin.Context, list func(context.Context) ([]sales.
 
 // getSale shows a sale to shoppers; its row may be a second old.
 func (s *Server) getSale(c *gin.Context) { s.showSale(c, s.Sales.Find, false) }
+
+// mine answers GET /api/sales/:id/mine: the units the caller holds in
+// the sale, which its per-user limit counts.
+func (s *Server) mine(c *gin.Context) {
+	id, err := saleID(c)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	n, err := s.Sales.Bought(c.Request.Context(), id, currentUser(c).ID)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"sale_id": id, "bought": n})
+}
 
 // adminGetSale shows a sale to the merchant, fresh from the ledger.
 func (s *Server) adminGetSale(c *gin.Context) { s.showSale(c, s.Sales.Get, true) }

@@ -209,6 +209,7 @@ func (s *Server) routes() error {
 	api.GET("/sales", s.listSales)
 	api.GET("/sales/:id", s.getSale)
 	api.GET("/sales/:id/image", s.saleImage)
+	api.GET("/sales/:id/mine", s.requireUser, s.mine)
 	api.POST("/sales/:id/buy", s.requireUser, s.rateLimit, s.buy)
 	// Tickets and challenges take from the buy limiters' budgets.
 	api.GET("/sales/:id/challenge", s.requireUser, s.rateLimit, s.challenge)
@@ -227,7 +228,11 @@ func (s *Server) routes() error {
 	s.api = api
 	s.identityRoutes(e, api)
 
-	admin := e.Group("/admin/api", s.limitBody(adminBodyLimit), s.sameOrigin)
+	// Admin bodies are JSON of 16 KiB at most, but for a product image
+	// (its own cap, image_max_bytes).
+	admin := e.Group("/admin/api", s.sameOrigin)
+	admin.PUT("/sales/:id/image", s.limitBody(s.cfg.ImageMaxBytes), s.requireAdmin, s.putSaleImage)
+	admin = admin.Group("", s.limitBody(adminBodyLimit))
 	admin.POST("/login", s.login)
 	admin.POST("/logout", s.logout)
 	admin.GET("/session", s.adminSession)
@@ -257,9 +262,6 @@ func (s *Server) routes() error {
 	authed.POST("/merchants/:id/payout-account", s.setPayoutAccount)
 	authed.POST("/me/totp", s.enrolTOTP)
 	authed.POST("/me/totp/confirm", s.confirmTOTP)
-
-	// A product image is larger than any other admin body: its own cap.
-	e.PUT("/admin/api/sales/:id/image", s.limitBody(s.cfg.ImageMaxBytes), s.sameOrigin, s.requireAdmin, s.putSaleImage)
 
 	e.GET("/ws/sales/:id", s.serveWS)
 	// The provider's webhook comes from its servers: no cookie, no CSRF

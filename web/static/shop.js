@@ -361,8 +361,8 @@ async function saleView(id) {
   const countdownLabel = el("div", { class: "muted", id: "countdown-label" });
   const countdown = el("div", { class: "countdown", id: "countdown" });
   const ofTotal = el("span", { id: "total" });
-  // What this shopper holds of the sale (orders not cancelled): the cap
-  // counts them, so the page offers only what is left of it.
+  // What this shopper holds of the sale (countBought): the cap counts
+  // it, so the page offers only what is left of it.
   let bought = 0;
   const mine = el("span", { class: "muted", id: "yours" });
   const allowed = () => Math.max(0, Math.min(sale.per_user_limit - bought, sale.remaining));
@@ -418,18 +418,12 @@ async function saleView(id) {
       : atLimit ? t("shop.sale.at_limit") : t("shop.sale.buy");
   };
 
-  // countBought reads the shopper's orders of this sale (the ledger's;
-  // one just bought counts from its answer until the ledger has it).
-  const own = new Map(); // order id -> qty, of buys made on this page
+  // countBought asks how many units the shopper holds in the sale, as
+  // its limit counts them (GET …/mine: one Redis read, no ledger query
+  // at a drop's opening).
   const countBought = async () => {
     if (!me) return;
-    let listed = [];
-    try { listed = (await api("GET", "/api/orders")).orders.filter((o) => o.sale_id === sale.id); } catch (e) { return; }
-    const ids = new Set(listed.map((o) => o.order_id));
-    // A cancelled or refunded order gave its units back to the allowance.
-    bought = listed.filter((o) => o.status !== OrderStatus.Cancelled && o.status !== OrderStatus.Refunded)
-      .reduce((n, o) => n + o.qty, 0) +
-      [...own].filter(([id]) => !ids.has(id)).reduce((n, [, q]) => n + q, 0);
+    try { bought = (await api("GET", `/api/sales/${sale.id}/mine`)).bought; } catch (e) { return; }
     paint();
   };
 
@@ -440,7 +434,6 @@ async function saleView(id) {
 
   const succeeded = async (r) => {
     sale.remaining = Math.min(sale.remaining, r.remaining);
-    own.set(r.order_id, r.qty);
     bought += r.qty;
     const pay = el("button", { class: "primary", id: "pay" }, t("shop.sale.pay_now"));
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
