@@ -100,19 +100,13 @@ func TestPagesAccessible(t *testing.T) {
 	shopper.do("Enter", chromedp.KeyEvent(kb.Enter))
 	shopper.waitJS("paid by keyboard", `document.querySelector("#result-title")?.textContent.startsWith("Paid")`, 10*time.Second)
 
-	pages := []struct{ name, path, ready string }{
+	shopper.visit([]sitePage{
 		{"shop-sales", "/#/", "[data-sale]"},
 		{"shop-sale", fmt.Sprintf("/#/sales/%d", sale.ID), "#buy"},
 		{"shop-sale-room", fmt.Sprintf("/#/sales/%d", room.ID), "#room"},
 		{"shop-orders", "/#/orders", "[data-order]"},
 		{"shop-wallet", "/#/wallet", "#statement-empty, [data-transfer]"},
-	}
-	for _, width := range []int64{1280, 390} {
-		for _, p := range pages {
-			shopper.do(p.name, chromedp.EmulateViewport(width, 900), chromedp.Navigate(site.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-			shopper.axe(src, dir, fmt.Sprintf("%s-%d", p.name, width))
-		}
-	}
+	}, widths, func(p sitePage, width int64) { shopper.axe(src, dir, fmt.Sprintf("%s-%d", p.name, width)) })
 
 	// The admin panel: log in by keyboard, then every page.
 	admin := newTab(t, b, "axe-admin", site.URL)
@@ -126,20 +120,14 @@ func TestPagesAccessible(t *testing.T) {
 	admin.tabTo(`[data-action="pause"]`, 60)
 	admin.do("pause by keyboard", chromedp.KeyEvent(kb.Enter))
 	admin.waitJS("paused by keyboard", controlsJS("paused", "resume", "end", "restock"), 10*time.Second)
-	adminPages := []struct{ name, path, ready string }{
+	admin.visit([]sitePage{
 		{"admin-sales", "/admin#/", "#sales"},
 		{"admin-new", "/admin#/new", "#sale-form"},
 		{"admin-dashboard", fmt.Sprintf("/admin#/sales/%d", sale.ID), "#controls"},
 		{"admin-audit", "/admin#/audit", "[data-audit]"},
 		{"admin-merchants", "/admin#/merchants", "#merchant-form"},
 		{"admin-balance", "/admin#/balance", "#balance-account"},
-	}
-	for _, width := range []int64{1280, 390} {
-		for _, p := range adminPages {
-			admin.do(p.name, chromedp.EmulateViewport(width, 900), chromedp.Navigate(site.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-			admin.axe(src, dir, fmt.Sprintf("%s-%d", p.name, width))
-		}
-	}
+	}, widths, func(p sitePage, width int64) { admin.axe(src, dir, fmt.Sprintf("%s-%d", p.name, width)) })
 	for _, tb := range []*tab{shopper, admin} {
 		tb.checkConsole()
 	}

@@ -239,6 +239,24 @@ func (tb *tab) screenshot(dir, file string) {
 	}
 }
 
+// sitePage is a page to visit: its name (for reports and files), its
+// path, and what shows once it is drawn.
+type sitePage struct{ name, path, ready string }
+
+// visit opens each page at each width in turn and runs check on it.
+func (tb *tab) visit(pages []sitePage, widths []int64, check func(p sitePage, width int64)) {
+	tb.t.Helper()
+	for _, w := range widths {
+		for _, p := range pages {
+			tb.do(p.name, chromedp.EmulateViewport(w, 900), chromedp.Navigate(tb.base+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			check(p, w)
+		}
+	}
+}
+
+// widths are the desktop's and a phone's.
+var widths = []int64{1280, 390}
+
 func (tb *tab) checkConsole() {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
@@ -322,7 +340,7 @@ func TestFlashSaleInBrowser(t *testing.T) {
 	// The button enables when the sale opens; alice buys two.
 	alice.waitJS("buy enabled", `!document.querySelector("#buy").disabled`, 20*time.Second)
 	alice.do("buy two",
-		chromedp.Click(chromedp.CSS(`[aria-label="more"]`)),
+		chromedp.Click(chromedp.CSS(`[data-step="more"]`)),
 		chromedp.Click(chromedp.CSS("#buy")),
 	)
 	alice.waitJS("purchase result", `document.querySelector("#result-title")?.textContent === "You got it!"`, 10*time.Second)

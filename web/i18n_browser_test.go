@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/system/servertest"
 )
 
@@ -28,10 +26,7 @@ func TestPagesInChinese(t *testing.T) {
 	srv := env.Server(t, nil)
 	site := servertest.HTTP(t, srv.Handler())
 	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 3, Limit: 2, PriceCents: 129900})
-	ended := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 3, Limit: 1})
-	if _, err := srv.Sales.Act(context.Background(), ended.ID, seckill.ActionEnd); err != nil {
-		t.Fatal(err)
-	}
+	endedSale(t, srv) // listed under Past
 	dir := artifacts(t)
 	src := axeSource(t)
 	b := browser(t)
@@ -58,26 +53,27 @@ func TestPagesInChinese(t *testing.T) {
 		t.Errorf("the price reads %q, want %q", got, want)
 	}
 	shopper.noEnglish("the sale page after paying")
-	shopper.axe(src, dir, "zh-shop-sale")
 	shopper.screenshot(dir, "zh-shop-sale-paid.png")
 	// The page's own API calls ask for Chinese: a refusal comes back in it.
 	shopper.allowed = append(shopper.allowed, "status of 404 (Not Found)")
 	if msg := shopper.evalAwait(`import("/static/common.js").then((m) => m.api("GET", "/api/sales/987654321")).then(() => "", (e) => e.message)`); msg != "没有这个活动。" {
 		t.Errorf("a refusal to the Chinese page reads %q", msg)
 	}
-	for _, p := range []struct{ name, path, ready string }{
+	// Each page in Chinese: no English, axe-core clean, on a desktop and a
+	// phone.
+	inChinese := func(tb *tab, prefix string) func(p sitePage, width int64) {
+		return func(p sitePage, width int64) {
+			name := fmt.Sprintf("zh-%s-%s-%d", prefix, p.name, width)
+			tb.noEnglish(name)
+			tb.axe(src, dir, name)
+			tb.screenshot(dir, name+".png")
+		}
+	}
+	shopper.visit([]sitePage{
+		{"sale", fmt.Sprintf("/#/sales/%d", sale.ID), "#buy"},
 		{"orders", "/#/orders", "[data-order]"},
 		{"wallet", "/#/wallet", "[data-transfer]"},
-	} {
-		shopper.do(p.name, chromedp.Navigate(site.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-		shopper.noEnglish(p.name)
-		shopper.axe(src, dir, "zh-shop-"+p.name)
-		shopper.screenshot(dir, "zh-shop-"+p.name+".png")
-		shopper.phone(func() { shopper.screenshot(dir, "zh-shop-"+p.name+"-phone.png") })
-	}
-	shopper.do("sale on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(fmt.Sprintf("%s/#/sales/%d", site.URL, sale.ID)),
-		chromedp.WaitVisible(chromedp.CSS("#buy")))
-	shopper.screenshot(dir, "zh-shop-sale-phone.png")
+	}, widths, inChinese(shopper, "shop"))
 
 	// The admin panel, chosen on its login page.
 	admin := newTab(t, b, "zh-admin", site.URL)
@@ -86,19 +82,14 @@ func TestPagesInChinese(t *testing.T) {
 	admin.noEnglish("the login page")
 	admin.screenshot(dir, "zh-admin-login.png")
 	admin.logIn("#new-sale")
-	for _, p := range []struct{ name, path, ready string }{
+	admin.visit([]sitePage{
 		{"sales", "/admin#/", "#sales"},
 		{"new", "/admin#/new", "#sale-form"},
 		{"dashboard", fmt.Sprintf("/admin#/sales/%d", sale.ID), "#controls"},
 		{"audit", "/admin#/audit", "[data-audit]"},
+		{"merchants", "/admin#/merchants", "#merchant-form"},
 		{"balance", "/admin#/balance", "#balance-account"},
-	} {
-		admin.do(p.name, chromedp.Navigate(site.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
-		admin.noEnglish("admin " + p.name)
-		admin.axe(src, dir, "zh-admin-"+p.name)
-		admin.screenshot(dir, "zh-admin-"+p.name+".png")
-		admin.phone(func() { admin.screenshot(dir, "zh-admin-"+p.name+"-phone.png") })
-	}
+	}, widths, inChinese(admin, "admin"))
 	// A refusal of the form, in Chinese beside its field.
 	admin.allowed = append(admin.allowed, "status of 400 (Bad Request)")
 	admin.do("new sale", chromedp.Navigate(site.URL+"/admin#/new"), chromedp.WaitVisible(chromedp.CSS("#sale-form")),

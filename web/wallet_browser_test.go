@@ -79,7 +79,7 @@ func TestWalletInBrowser(t *testing.T) {
 	// with what is missing and a top-up of it.
 	dana.do("sale", chromedp.Navigate(fmt.Sprintf("%s/#/sales/%d", site.URL, saleID)), chromedp.WaitVisible(chromedp.CSS("#buy")))
 	dana.waitJS("buy enabled", `!document.querySelector("#buy").disabled`, 10*time.Second)
-	dana.do("buy two", chromedp.Click(chromedp.CSS(`[aria-label="more"]`)), chromedp.Click(chromedp.CSS("#buy")))
+	dana.do("buy two", chromedp.Click(chromedp.CSS(`[data-step="more"]`)), chromedp.Click(chromedp.CSS("#buy")))
 	dana.waitJS("bought", `document.querySelector("#result-title")?.textContent === "You got it!"`, 10*time.Second)
 	dana.waitJS("wallet beside pay", `document.querySelector("#pay-wallet .purse")?.textContent === `+moneyJS(1000), 10*time.Second)
 	orderID := dana.eval(`document.querySelector("#order-id").dataset.orderId`)

@@ -8,7 +8,7 @@
 // #/balance/{merchant id} (the operator).
 import {
   $, el, userText, api, page, nav, money, duration, localTime, statusLabel, watchStock, ticker, serverNow, noteServerTime,
-  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, errorText, cards, orderRef, sendFile,
+  setCurrency, currentCurrency, toUnits, parseUnits, requestID, statement, keepCurrent, cards, sendFile,
   loadLanguage, t, tx, number, currentLang,
 } from "./common.js";
 import { Code, Phase, TransferKind, PayoutStatus } from "./codes.js";
@@ -143,7 +143,7 @@ async function act(id, action, body) {
     if (s) toast(t(actionDone[action]));
     return s;
   } catch (e) {
-    toast(errorText(e));
+    toast(e.message);
     return undefined;
   }
 }
@@ -946,7 +946,7 @@ async function balanceView(merchant) {
         current.awaiting((ts) => ts.some((x) => x.kind === TransferKind.Refund && x.order_id === o.order_id));
       }
     } catch (e) {
-      refundErr.textContent = errorText(e);
+      refundErr.textContent = e.message;
     }
     refund.disabled = false;
   } },
@@ -989,7 +989,7 @@ async function balanceView(merchant) {
           if (b.account === tr.debit) current.awaiting((ts) => ts.some((x) => x.id === tr.id));
         }
       } catch (e) {
-        err.textContent = errorText(e);
+        err.textContent = e.message;
       }
       submit.disabled = false;
     } },
@@ -1033,7 +1033,7 @@ async function balanceView(merchant) {
           current.awaiting((ts) => ts.some((x) => x.payout_id === p.payout_id));
         }
       } catch (e) {
-        err.textContent = errorText(e);
+        err.textContent = e.message;
       }
       submit.disabled = false;
     } },

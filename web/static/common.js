@@ -260,12 +260,6 @@ export function parseUnits(s, c = currency) {
   return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : null;
 }
 
-// errorText is an API error in words: each field's message, or the
-// error's own.
-export function errorText(e) {
-  return e.fields && e.fields.length ? e.fields.map((f) => `${f.field}: ${f.message}`).join("; ") : e.message;
-}
-
 // requestID is a random id for a request the server makes once however
 // often it is sent (22 characters of A-Z a-z 0-9 _ -).
 export function requestID() {
