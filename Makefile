@@ -12,7 +12,7 @@ all: build
 
 build:
 	@GOPROXY=off $(GO) list -deps ./cmd/seckill >/dev/null 2>&1 || \
-		echo "==> first build: downloading the Go modules Seckill uses (about 100; about 3 minutes on 2 cores)"
+		echo "==> first build: downloading the Go modules Seckill uses (about 100; 3–4 minutes on 2 cores)"
 	$(GO) build -o $(BIN) ./cmd/seckill
 
 ## run: the whole system (migrations, server, relay, worker) on the configured
