@@ -1073,8 +1073,11 @@ function route() {
   return salesView();
 }
 
-addEventListener("hashchange", route);
+// Start: the language and the session, then the page the address names;
+// hash changes route from then on (as in shop.js).
 (async () => {
   await loadLanguage();
-  if (await whoAmI()) route(); else loginView();
+  const signed = await whoAmI();
+  addEventListener("hashchange", route);
+  if (signed) route(); else loginView();
 })();

@@ -914,7 +914,10 @@ function route() {
   return salesView();
 }
 
-addEventListener("hashchange", route);
+// Start: the language, who is signed in, then the page the address names.
+// Hash changes route from then on: one made while this starts is in the
+// address the first route reads (listening earlier, a route of this start
+// arriving late redrew a page the shopper had already used).
 (async () => {
   await loadLanguage();
   try {
@@ -930,6 +933,7 @@ addEventListener("hashchange", route);
     me = null;
   }
   renderWho();
+  addEventListener("hashchange", route);
   if (location.pathname === "/verify") return verifyView();
   route();
 })();
