@@ -149,6 +149,7 @@ func saleFields(s Sale) map[string]any {
 		"require_ticket": s.RequireTicket, "pow_difficulty": s.PowDifficulty, "verified_only": s.VerifiedOnly,
 		"waiting_room": s.WaitingRoom, "queue_opens_at": s.QueueOpensAt.UTC().Format(time.RFC3339Nano),
 		"admit_per_second": s.AdmitPerSecond, "merchant_id": s.MerchantID, "description": s.Description,
-		"image_etag": s.ImageETag,
+		"instant_checkout": s.InstantCheckout,
+		"image_etag":       s.ImageETag,
 	}
 }

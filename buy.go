@@ -1,5 +1,7 @@
 package seckill
 
+import "time"
+
 // Buy is one shopper's request to buy from a sale.
 type Buy struct {
 	UserID    string
@@ -22,6 +24,20 @@ type Buy struct {
 	// for answers given from memory. A repeated request id gets the id
 	// stored the first time instead.
 	OrderID string
+	// Hold is the wallet hold an instant-checkout buy carries where its
+	// wallet and its sale live apart (a Redis Cluster): the stock step
+	// accepts it only before the hold's deadline and for its amount (nil:
+	// no hold; on one Redis the buy's own call charges the wallet).
+	Hold *Hold
+}
+
+// Hold is money set aside in a buyer's wallet for one attempt at an
+// instant-checkout buy (package checkout): the charge of the order the
+// attempt would get (OrderID of its Buy), posted if the stock step accepts
+// the order, voided otherwise.
+type Hold struct {
+	Amount   int64
+	Deadline time.Time
 }
 
 // Answer is the decision on one Buy.
@@ -32,6 +48,9 @@ type Answer struct {
 	Qty     int64
 	// Remaining is the sale's units left right after the buy was decided.
 	Remaining int64
+	// ChargeID is the charge that paid an accepted instant-checkout buy's
+	// order ("" for an order that waits for its payment).
+	ChargeID string
 }
 
 // Decision is what the stock decided for a batch of buys of one sale: an

@@ -58,6 +58,9 @@ const (
 	// with several: this bucket lacks the units, others may have them.
 	// inventory moves units over and asks again; no client ever sees it.
 	CodeBucketEmpty Code = "bucket_empty"
+	// CodeHoldExpired refuses an instant-checkout buy whose wallet hold
+	// lapsed before its stock step (a process died between the two).
+	CodeHoldExpired Code = "hold_expired"
 )
 
 // The sentinel errors, one per code (CodeOK has none). Wrap them with %w;
@@ -90,6 +93,7 @@ var (
 	ErrInternal        = errors.New("internal error")
 	ErrUnavailable     = errors.New("backing service unavailable")
 	ErrBucketEmpty     = errors.New("bucket empty")
+	ErrHoldExpired     = errors.New("wallet hold expired")
 
 	ErrMethodNotAllowed = errors.New("method not allowed")
 
@@ -126,6 +130,7 @@ var codeTable = []codeRow{
 	{CodeEnded, ErrEnded, http.StatusConflict, "The sale has ended."},
 	{CodePaused, ErrPaused, http.StatusConflict, "The sale is paused by the merchant."},
 	{CodeBucketEmpty, ErrBucketEmpty, http.StatusConflict, "Sold out: not enough stock left for this quantity."},
+	{CodeHoldExpired, ErrHoldExpired, http.StatusConflict, "The payment for this buy lapsed before it was decided; nothing was charged: buy again with a new request id."},
 	{CodeTicketRequired, ErrTicketRequired, http.StatusForbidden, "This sale needs a buy ticket with each buy: get one from POST /api/sales/{id}/ticket."},
 	{CodeTicketInvalid, ErrTicketInvalid, http.StatusForbidden, "The buy ticket is expired, forged, or not yours for this sale: get a new one."},
 	{CodePowInvalid, ErrPowInvalid, http.StatusForbidden, "The proof of work is missing, wrong, expired or already used: get a new challenge."},

@@ -75,6 +75,9 @@ type Order struct {
 	// PersistedAt is when the worker wrote the order to the ledger; zero
 	// for an order accepted in Redis and not written yet.
 	PersistedAt time.Time
+	// Pay is how an instant-checkout order is paid, as its event said on
+	// its way to the ledger (Event.Pay; the ledger does not keep it).
+	Pay string
 }
 
 // Event is an accepted buy on its way from Redis through the queue to the
@@ -92,7 +95,22 @@ type Event struct {
 	RequestID  string `json:"request_id"`
 	// At is when buy.lua accepted the order, in Unix milliseconds.
 	At int64 `json:"ts"`
+	// Pay says how an instant-checkout order is paid: PayCharged, its
+	// charge made in the call that accepted it; PayHeld, its charge held
+	// before and posted once the order exists ("": the order waits for a
+	// payment in its window).
+	Pay string `json:"pay,omitempty"`
 }
+
+// How an instant-checkout order's event says it is paid (Event.Pay).
+const (
+	PayCharged = "charged"
+	PayHeld    = "held"
+)
+
+// Instant reports whether the event's order was paid in its buy (no
+// payment window, no timeout).
+func (e Event) Instant() bool { return e.Pay != "" }
 
 // Time is when the order was accepted.
 func (e Event) Time() time.Time { return time.UnixMilli(e.At).UTC() }
@@ -110,6 +128,8 @@ func (e Event) Validate() error {
 		return fmt.Errorf("event %s: bad qty %d", e.OrderID, e.Qty)
 	case e.PriceCents < 0 || e.PriceCents > MaxPriceCents:
 		return fmt.Errorf("event %s: bad price %d", e.OrderID, e.PriceCents)
+	case e.Pay != "" && e.Pay != PayCharged && e.Pay != PayHeld:
+		return fmt.Errorf("event %s: bad pay %q", e.OrderID, e.Pay)
 	case e.At <= 0:
 		return fmt.Errorf("event %s: bad time %d", e.OrderID, e.At)
 	}
@@ -117,14 +137,18 @@ func (e Event) Validate() error {
 }
 
 // Order turns a valid event (see Validate) into a pending order whose
-// payment window is window, persisted at now.
+// payment window is window, persisted at now; an instant-checkout order
+// has none (it is set paid when its charge reaches the ledger).
 func (e Event) Order(window time.Duration, now time.Time) Order {
 	at := e.Time()
 	amount, _ := Amount(e.Qty, e.PriceCents) // bounded by Validate
+	if e.Instant() {
+		window = 0 // paid in its buy: no window
+	}
 	return Order{
 		ID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID, RequestID: e.RequestID,
 		Qty: e.Qty, UnitPriceCents: e.PriceCents, AmountCents: amount,
-		Status: OrderPending, CreatedAt: at, ExpiresAt: at.Add(window), PersistedAt: now.UTC(),
+		Status: OrderPending, CreatedAt: at, ExpiresAt: at.Add(window), PersistedAt: now.UTC(), Pay: e.Pay,
 	}
 }
 

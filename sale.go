@@ -126,6 +126,10 @@ type Sale struct {
 	AdmitPerSecond int64
 	// MerchantID is the merchant whose sale it is (0: the operator's).
 	MerchantID int64
+	// InstantCheckout charges the buyer's wallet in the buy itself (API.md,
+	// Instant checkout): an order is born paid or not at all. Fixed at
+	// creation.
+	InstantCheckout bool
 	// Description tells shoppers about the item (optional; lines
 	// separated by "\n").
 	Description string
@@ -172,8 +176,9 @@ type SalePatch struct {
 // (API.md): the changeable fields, and the two fixed at creation.
 type SaleInput struct {
 	SalePatch
-	Total   *int64 `json:"total"`
-	Buckets *int   `json:"buckets"`
+	Total           *int64 `json:"total"`
+	Buckets         *int   `json:"buckets"`
+	InstantCheckout *bool  `json:"instant_checkout"`
 }
 
 // NewSale is the sale in creates, active, with the defaults of what it
@@ -215,6 +220,7 @@ func (in SaleInput) NewSale() (Sale, error) {
 	if in.Buckets != nil {
 		s.Buckets = *in.Buckets
 	}
+	set(&s.InstantCheckout, in.InstantCheckout)
 	s = s.WithDefaults()
 	return s, s.Validate()
 }
@@ -231,6 +237,9 @@ func (s Sale) Input() SaleInput {
 	if s.Buckets != 0 {
 		in.Buckets = &s.Buckets
 	}
+	if s.InstantCheckout {
+		in.InstantCheckout = &s.InstantCheckout
+	}
 	if !s.QueueOpensAt.IsZero() {
 		in.QueueOpensAt = &s.QueueOpensAt
 	}
@@ -242,14 +251,17 @@ func (s Sale) Input() SaleInput {
 
 // Change is the change in says, or an invalid_request error naming the
 // fields that are fixed once a sale exists (its total changes by restock
-// only; its buckets never).
+// only; its buckets and instant checkout never).
 func (in SaleInput) Change() (SalePatch, error) {
 	var fs []FieldError
 	if in.Total != nil {
 		fs = append(fs, FieldError{Field: "total", Message: "changes only by restock"})
 	}
 	if in.Buckets != nil {
-		fs = append(fs, FieldError{Field: "buckets", Message: "is fixed when the sale is created"})
+		fs = append(fs, FieldError{Field: "buckets", Message: msgFixed})
+	}
+	if in.InstantCheckout != nil {
+		fs = append(fs, FieldError{Field: "instant_checkout", Message: msgFixed})
 	}
 	if len(fs) > 0 {
 		return SalePatch{}, Invalid(fs...)
@@ -283,6 +295,8 @@ var (
 	msgSaleTime       = fmt.Sprintf("must lie between the years %d and %d", MinSaleTime.Year(), MaxSaleTime.Year())
 	msgRestock        = fmt.Sprintf("must be between 1 and %d", MaxTotal)
 	msgRestockTotal   = fmt.Sprintf("would take the total over %d", MaxTotal)
+	msgFixed          = "is fixed when the sale is created"
+	msgInstantAmount  = fmt.Sprintf("times the price must not exceed %d cents on a sale with instant checkout", MaxAmountCents)
 )
 
 // Apply returns the sale with the patch's fields set. A start moved
@@ -397,6 +411,11 @@ func (s Sale) Validate() error {
 	if s.Buckets < 1 || s.Buckets > MaxBuckets {
 		bad("buckets", msgBuckets)
 	}
+	// An instant checkout's charge is computed in Redis's Lua, exact to
+	// 2^53: one buy's amount stays within MaxAmountCents.
+	if s.InstantCheckout && s.PerUserLimit > 0 && s.PriceCents > 0 && s.PerUserLimit > MaxAmountCents/s.PriceCents {
+		bad("per_user_limit", msgInstantAmount)
+	}
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
 		bad("pow_difficulty", msgPow)
 	}
@@ -455,6 +474,8 @@ type Stock struct {
 	// MerchantID is whose sale it is: whom a payment credits (0 the
 	// operator's; -1 in keys warmed before Redis kept it).
 	MerchantID int64
+	// Instant is the sale's instant checkout: a buy charges the wallet.
+	Instant bool
 }
 
 // PhaseAt is the sale's state as shoppers see it at now.
@@ -480,7 +501,7 @@ func StockOf(s Sale) Stock {
 		Total: s.Total, Limit: s.PerUserLimit, PriceCents: s.PriceCents, Start: s.StartsAt, End: s.EndsAt,
 		Status: s.Status, RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
 		WaitingRoom: s.WaitingRoom, QueueOpensAt: s.QueueOpensAt, AdmitPerSecond: s.AdmitPerSecond,
-		MerchantID: s.MerchantID,
+		MerchantID: s.MerchantID, Instant: s.InstantCheckout,
 	}
 }
 

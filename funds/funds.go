@@ -102,6 +102,20 @@ func (s *Store) Groups() int { return s.cfg.Groups }
 // next sweep. A full channel drops a notice; the sweep finds the entry.
 func (s *Store) Appended() <-chan int { return s.appended }
 
+// ChargeKeys are the keys buy.lua needs to charge order to user's wallet
+// in the call that accepts it (a sale with instant checkout on one
+// Redis): the wallet's group, its balances hash, the charge's movement
+// record and the group's outbox, as funds.lua keeps them.
+func (s *Store) ChargeKeys(user, order string) (int, []string) {
+	g := s.Group(seckill.WalletOf(user))
+	k := s.keys.Funds(g)
+	return g, []string{k.Balances(), k.Movement(seckill.ChargeID(order)), k.Outbox()}
+}
+
+// Charged tells the relay that group g's outbox has a new entry made
+// outside this package (buy.lua's charges).
+func (s *Store) Charged(g int) { s.notify(g) }
+
 func (s *Store) notify(g int) {
 	select {
 	case s.appended <- g:

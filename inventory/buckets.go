@@ -54,7 +54,7 @@ func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
 	if ok {
 		return parts, nil
 	}
-	v, err := s.rdb.HMGet(ctx, s.partKeys(First(sale)).Stock(), "total", "tags").Result()
+	v, err := s.rdb.HMGet(ctx, s.partKeys(First(sale)).Stock(), "total", "tags", "instant").Result()
 	if err != nil {
 		return nil, failed(fmt.Sprintf("parts of sale %d", sale), err)
 	}
@@ -67,18 +67,35 @@ func (s *Store) Parts(ctx context.Context, sale int64) ([]Part, error) {
 			parts = append(parts, Part{Sale: sale, Tag: t})
 		}
 	}
-	s.remember(sale, parts)
+	s.remember(sale, parts, v[2] == "1")
 	return parts, nil
 }
 
-func (s *Store) remember(sale int64, parts []Part) {
+// remember caches a sale's parts and whether it has instant checkout
+// (both fixed at its creation).
+func (s *Store) remember(sale int64, parts []Part, instant bool) {
 	s.mu.Lock()
 	if len(s.parts) >= maxCachedSales {
 		clear(s.parts)
 		clear(s.seen)
+		clear(s.instant)
 	}
 	s.parts[sale] = parts
+	if instant {
+		s.instant[sale] = true
+	}
 	s.mu.Unlock()
+}
+
+// Instant reports whether a sale has instant checkout, as its stock hash
+// said when its parts were read; false for one Redis does not hold.
+func (s *Store) Instant(ctx context.Context, sale int64) bool {
+	if _, err := s.Parts(ctx, sale); err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.instant[sale]
 }
 
 // partIndex is the part a user is pinned to, of k.
@@ -118,7 +135,7 @@ func tagList(parts []Part) string {
 // place chooses the tags of a new sale's k parts: the first is the sale id;
 // on a cluster the others are "<sale>.<n>" with n picked so that the parts
 // land on masters not used yet (while there are some), elsewhere n = 1..k-1.
-func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
+func (s *Store) place(ctx context.Context, sale int64, k int, instant bool) ([]Part, error) {
 	parts := []Part{First(sale)}
 	cc, cluster := s.rdb.(*redis.ClusterClient) // placing needs the slot map
 	used := map[string]bool{}
@@ -168,7 +185,7 @@ func (s *Store) place(ctx context.Context, sale int64, k int) ([]Part, error) {
 	for n := len(parts); len(parts) < k; n++ {
 		parts = append(parts, Part{Sale: sale, Tag: fmt.Sprintf("%d.%d", sale, n)})
 	}
-	s.remember(sale, parts)
+	s.remember(sale, parts, instant)
 	return parts, nil
 }
 

@@ -112,7 +112,8 @@ const (
 
 // EncodeOutbox writes the fields of an outbox entry as buy.lua appends it:
 // one field holding a line per order accepted by the call,
-// "order_id|sale_id|user_id|qty|price|request_id|ts". One entry per call
+// "order_id|sale_id|user_id|qty|price|request_id|ts", and "|pay" for an
+// instant-checkout order (seckill.PayCharged, seckill.PayHeld). One entry per call
 // rather than per order keeps the script's writes to one XADD, whatever
 // the batch.
 func EncodeOutbox(evs []seckill.Event) map[string]any {
@@ -120,6 +121,9 @@ func EncodeOutbox(evs []seckill.Event) map[string]any {
 	for i, e := range evs {
 		lines[i] = e.OrderID + "|" + strconv.FormatInt(e.SaleID, 10) + "|" + e.UserID + "|" + strconv.FormatInt(e.Qty, 10) +
 			"|" + strconv.FormatInt(e.PriceCents, 10) + "|" + e.RequestID + "|" + strconv.FormatInt(e.At, 10)
+		if e.Pay != "" {
+			lines[i] += "|" + e.Pay
+		}
 	}
 	return map[string]any{outboxField: strings.Join(lines, "\n")}
 }
@@ -135,10 +139,13 @@ func DecodeOutbox(values map[string]any) ([]seckill.Event, error) {
 	evs := make([]seckill.Event, len(lines))
 	for i, line := range lines {
 		p := strings.Split(line, "|")
-		if len(p) != 7 {
+		if len(p) != 7 && len(p) != 8 {
 			return nil, fmt.Errorf("%w: outbox line %q is not an order event", errFormat, line)
 		}
 		ev := seckill.Event{OrderID: p[0], UserID: p[2], RequestID: p[5]}
+		if len(p) == 8 {
+			ev.Pay = p[7]
+		}
 		var errs [4]error
 		ev.SaleID, errs[0] = strconv.ParseInt(p[1], 10, 64)
 		ev.Qty, errs[1] = strconv.ParseInt(p[3], 10, 64)
@@ -165,7 +172,7 @@ func decodeReply(reply string, n int) (seckill.Code, []string, error) {
 
 // stockFields are the fields of a stock hash that decodeStock reads, in
 // its order.
-var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified", "room", "qopen", "rate", "merchant"}
+var stockFields = []string{"total", "available", "sold", "limit", "price", "start", "end", "status", "ticket", "pow", "verified", "room", "qopen", "rate", "merchant", "instant"}
 
 // decodeStock reads the values of stockFields (HMGET); ok is false when
 // the hash does not exist.
@@ -178,7 +185,7 @@ func decodeStock(v []any) (st seckill.Stock, ok bool) {
 		Start: time.UnixMilli(toInt(v[5])), End: time.UnixMilli(toInt(v[6])),
 		Status: seckill.Status(fmt.Sprint(v[7])), RequireTicket: v[8] == "1", PowDifficulty: int(toInt(v[9])),
 		VerifiedOnly: v[10] == "1", WaitingRoom: v[11] == "1", QueueOpensAt: time.UnixMilli(toInt(v[12])),
-		AdmitPerSecond: toInt(v[13]), MerchantID: merchantOf(v[14]),
+		AdmitPerSecond: toInt(v[13]), MerchantID: merchantOf(v[14]), Instant: v[15] == "1",
 	}, true
 }
 
@@ -212,6 +219,7 @@ type warmArgs struct {
 	queueOpen time.Time
 	rate      int64
 	merchant  int64
+	instant   bool
 }
 
 func (w warmArgs) args() []any {
@@ -221,7 +229,7 @@ func (w warmArgs) args() []any {
 	}
 	return []any{w.total, w.sold, w.limit, w.start.UnixMilli(), w.end.UnixMilli(), string(w.status), w.price, exp,
 		flag(w.reset), w.parts, w.tags, flag(w.ticket), w.powDifficulty, flag(w.verifiedOnly),
-		flag(w.room), w.queueOpen.UnixMilli(), w.rate, w.merchant}
+		flag(w.room), w.queueOpen.UnixMilli(), w.rate, w.merchant, flag(w.instant)}
 }
 
 func flag(b bool) string {

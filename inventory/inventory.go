@@ -45,6 +45,25 @@ type Config struct {
 	WaitTimeout  time.Duration
 	// OnWaitTimeout, if set, is told of each WAIT that timed out.
 	OnWaitTimeout func()
+	// Wallets, for sales with instant checkout on one Redis, is where the
+	// buyers' wallets live (funds.Store): buy.lua charges them in the call
+	// that decides the stock. FeeBps is the platform's share of a charge.
+	Wallets Wallets
+	FeeBps  int64
+}
+
+// Wallets names the keys of a buyer's wallet group, as package funds
+// keeps them, for buy.lua to charge an instant-checkout order in the call
+// that accepts it (funds.Store).
+type Wallets interface {
+	// ChargeKeys are the keys of the charge of order, by user's wallet:
+	// its group's balances hash, the charge's movement record and the
+	// group's funds outbox.
+	ChargeKeys(user, order string) (group int, keys []string)
+	// Retention is how long a movement's record lives.
+	Retention() time.Duration
+	// Charged tells the funds relay that group's outbox has a new entry.
+	Charged(group int)
 }
 
 // Store runs the stock scripts against Redis (one server, a Sentinel set
@@ -55,15 +74,16 @@ type Store struct {
 	replicas rdb.Replicas
 	cfg      Config
 
-	mu    sync.Mutex
-	parts map[int64][]Part // each sale's parts, fixed at its creation
-	seen  map[Part]int64   // units each part of a bucketed sale had when last seen here
+	mu      sync.Mutex
+	parts   map[int64][]Part // each sale's parts, fixed at its creation
+	instant map[int64]bool   // the sales with instant checkout, fixed at their creation
+	seen    map[Part]int64   // units each part of a bucketed sale had when last seen here
 }
 
 // New returns a Store on rdb.
 func New(c rdb.Client, cfg Config) *Store {
 	return &Store{
-		rdb: c, keys: rdb.NewKeys(cfg.Prefix), cfg: cfg, parts: map[int64][]Part{}, seen: map[Part]int64{},
+		rdb: c, keys: rdb.NewKeys(cfg.Prefix), cfg: cfg, parts: map[int64][]Part{}, instant: map[int64]bool{}, seen: map[Part]int64{},
 		replicas: rdb.Replicas{N: cfg.WaitReplicas, Timeout: cfg.WaitTimeout, OnTimeout: cfg.OnWaitTimeout},
 	}
 }
@@ -116,13 +136,38 @@ func (s *Store) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (se
 // child of the one when there is one), and its context goes with the
 // outbox entry to the relay.
 func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode string) (seckill.Decision, error) {
-	args := make([]any, 0, 4+4*len(buys))
-	args = append(args, p.Sale, len(buys), mode)
-	for _, b := range buys {
+	pay := s.pay(ctx, p.Sale)
+	k := 4
+	if pay == payHold {
+		k = 6
+	}
+	keys := []string{}
+	k0 := s.partKeys(p)
+	keys = append(keys, k0.Stock(), k0.Buyers(), k0.Reqs(), k0.Outbox(), k0.Orders())
+	args := make([]any, 0, 7+k*len(buys))
+	args = append(args, p.Sale, len(buys), mode, pay, s.cfg.FeeBps, 0)
+	var groups []int // by buy, the wallet group its charge goes to
+	if pay == payCharge {
+		args[5] = int64(s.cfg.Wallets.Retention() / time.Second)
+		groups = make([]int, len(buys))
+	}
+	for i, b := range buys {
 		if b.OrderID == "" {
 			b.OrderID = seckill.NewOrderID(p.Sale)
 		}
 		args = append(args, b.UserID, b.Qty, b.RequestID, b.OrderID)
+		switch pay {
+		case payHold:
+			var amount, deadline int64
+			if b.Hold != nil {
+				amount, deadline = b.Hold.Amount, b.Hold.Deadline.UnixMilli()
+			}
+			args = append(args, amount, deadline)
+		case payCharge:
+			g, wk := s.cfg.Wallets.ChargeKeys(b.UserID, b.OrderID)
+			groups[i] = g
+			keys = append(keys, wk...)
+		}
 	}
 	if tracing.Enabled() {
 		traces := make([]string, len(buys))
@@ -135,8 +180,7 @@ func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode str
 		defer span.End()
 		args = append(args, tracing.Traceparent(ctx))
 	}
-	k := s.partKeys(p)
-	reply, err := s.runBuy(ctx, []string{k.Stock(), k.Buyers(), k.Reqs(), k.Outbox(), k.Orders()}, args)
+	reply, err := s.runBuy(ctx, keys, args)
 	if err != nil {
 		return seckill.Decision{}, failed(fmt.Sprintf("buy sale %d (part %s)", p.Sale, p.Tag), err)
 	}
@@ -144,7 +188,53 @@ func (s *Store) decide(ctx context.Context, p Part, buys []seckill.Buy, mode str
 	if err != nil {
 		return seckill.Decision{}, fmt.Errorf("inventory: buy sale %d: %w", p.Sale, err)
 	}
+	if pay != "" {
+		charged(d.Answers)
+	}
+	for i, a := range d.Answers {
+		if groups != nil && a.Code == seckill.CodeOK {
+			s.cfg.Wallets.Charged(groups[i]) // at worst a notice for a retry's old charge
+		}
+	}
 	return d, nil
+}
+
+// How buy.lua is asked to decide the payment of a sale with instant
+// checkout (its ARGV[4]).
+const (
+	payCharge = "charge" // in the call itself: one Redis
+	payHold   = "hold"   // against holds made before: a Cluster
+)
+
+// pay is how a sale's buys pay: "" (a payment window after the buy),
+// payCharge or payHold.
+func (s *Store) pay(ctx context.Context, sale int64) string {
+	switch {
+	case !s.Instant(ctx, sale):
+		return ""
+	case s.Cluster():
+		return payHold
+	case s.cfg.Wallets == nil:
+		return payHold // no wallets to charge here: refused unless held
+	}
+	return payCharge
+}
+
+// Cluster reports whether the store runs on a Redis Cluster, where a
+// sale's keys and a wallet's lie on different slots.
+func (s *Store) Cluster() bool {
+	_, ok := s.rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// charged gives the accepted answers of an instant-checkout sale the id
+// of the charge that paid their orders.
+func charged(as []seckill.Answer) {
+	for i := range as {
+		if as[i].Code == seckill.CodeOK {
+			as[i].ChargeID = seckill.ChargeID(as[i].OrderID)
+		}
+	}
 }
 
 // runBuy runs buy.lua on the master that holds the keys and, with
@@ -212,6 +302,9 @@ func (s *Store) Lookup(ctx context.Context, sale int64, buys []seckill.Buy) (ans
 			found[i] = true
 		}
 	}
+	if s.Instant(ctx, sale) {
+		charged(answers)
+	}
 	return answers, found, nil
 }
 
@@ -230,7 +323,7 @@ func (s *Store) expireAt(sale seckill.Sale) time.Time {
 func (s *Store) Warm(ctx context.Context, sale seckill.Sale) (int64, error) {
 	parts, err := s.Parts(ctx, sale.ID)
 	if errors.Is(err, seckill.ErrSaleNotFound) {
-		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets))
+		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets), sale.InstantCheckout)
 	}
 	if err != nil {
 		return 0, err
@@ -256,6 +349,7 @@ func (s *Store) warmPart(ctx context.Context, p Part, parts []Part, sale seckill
 		price: sale.PriceCents, expireAt: s.expireAt(sale), reset: reset, parts: len(parts),
 		ticket: sale.RequireTicket, powDifficulty: sale.PowDifficulty, verifiedOnly: sale.VerifiedOnly,
 		room: sale.WaitingRoom, queueOpen: sale.QueueOpensAt, rate: sale.AdmitPerSecond, merchant: sale.MerchantID,
+		instant: sale.InstantCheckout,
 	}
 	if p == parts[0] {
 		w.tags = tagList(parts)
@@ -640,7 +734,7 @@ func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
 func (s *Store) Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orders []seckill.Event, cancelled map[string]bool) error {
 	parts, err := s.Parts(ctx, sale.ID)
 	if errors.Is(err, seckill.ErrSaleNotFound) {
-		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets))
+		parts, err = s.place(ctx, sale.ID, max(1, sale.Buckets), sale.InstantCheckout)
 	}
 	if err != nil {
 		return err

@@ -144,6 +144,11 @@ func TestFieldMessagesTranslated(t *testing.T) {
 		Buckets: 99, PowDifficulty: 99, AdmitPerSecond: -1, StartsAt: time.Now(), EndsAt: time.Now().Add(-time.Hour),
 		QueueOpensAt: time.Now().Add(time.Hour)}
 	collect(bad.Validate())
+	instant := seckill.Sale{Name: "n", Item: "i", PriceCents: seckill.MaxPriceCents, Total: 1_000_000, PerUserLimit: 1_000_000, Buckets: 1,
+		AdmitPerSecond: 1, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), QueueOpensAt: time.Now(), InstantCheckout: true}
+	collect(instant.Validate())
+	_, err = seckill.SaleInput{InstantCheckout: new(bool)}.Change()
+	collect(err)
 	collect(seckill.ValidRestock(seckill.MaxTotal, 5))
 	collect(seckill.ValidRestock(0, 0))
 	for _, raw := range [][]byte{nil, imagestest.PNGClaiming(60_000, 60_000), imagestest.PNGClaiming(10, 10)} {

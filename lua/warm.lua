@@ -20,6 +20,8 @@
 --          opens (unix ms)   ARGV[17] places it admits a second
 -- ARGV[18] the merchant whose sale it is (0: the operator): whom a
 --          payment credits
+-- ARGV[19] "1" when the sale has instant checkout (buy.lua charges the
+--          wallet in the buy)
 --
 -- Returns the available units. An expire_at in the past removes the sale.
 
@@ -33,7 +35,7 @@ end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'start', ARGV[4], 'end', ARGV[5],
   'status', ARGV[6], 'price', ARGV[7], 'expire_at', ARGV[8], 'buckets', ARGV[10],
   'ticket', ARGV[12], 'pow', ARGV[13], 'verified', ARGV[14], 'room', ARGV[15], 'qopen', ARGV[16], 'rate', ARGV[17],
-  'merchant', ARGV[18])
+  'merchant', ARGV[18], 'instant', ARGV[19])
 if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'tags', ARGV[11])
 end

@@ -29,6 +29,7 @@ type saleRow struct {
 	QueueOpensAt  sql.NullTime `db:"queue_opens_at"`
 	AdmitPerSec   int64        `db:"admit_per_second"`
 	MerchantID    int64        `db:"merchant_id"`
+	Instant       bool         `db:"instant_checkout"`
 	Description   string       `db:"description"`
 	ImageETag     string       `db:"image_etag"`
 	CreatedAt     time.Time    `db:"created_at"`
@@ -42,19 +43,19 @@ func saleRowOf(s seckill.Sale) saleRow {
 		StartsAt: s.StartsAt.UTC(), EndsAt: s.EndsAt.UTC(), Status: string(s.Status), Buckets: max(1, s.Buckets),
 		RequireTicket: s.RequireTicket, PowDifficulty: s.PowDifficulty, VerifiedOnly: s.VerifiedOnly,
 		WaitingRoom: s.WaitingRoom, QueueOpensAt: sql.NullTime{Time: s.QueueOpensAt.UTC(), Valid: !s.QueueOpensAt.IsZero()},
-		AdmitPerSec: s.AdmitPerSecond, MerchantID: s.MerchantID, Description: s.Description, ImageETag: s.ImageETag,
+		AdmitPerSec: s.AdmitPerSecond, MerchantID: s.MerchantID, Instant: s.InstantCheckout, Description: s.Description, ImageETag: s.ImageETag,
 		CreatedAt: s.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: s.UpdatedAt.UTC().Truncate(time.Millisecond),
 	}
 }
 
 // The sales table's columns as saleRow names them, and its INSERT and
-// UPDATE (which leaves the id, the buckets, the creation time and the
-// image as they are: an image changes by SetSaleImage only), named after
+// UPDATE (which leaves the id, the buckets, the instant checkout, the
+// creation time and the image as they are: an image changes by SetSaleImage only), named after
 // them.
 var (
 	saleColumns = strings.Join(columnsOf[saleRow](), ", ")
 	insertSale  = namedInsert("sales", columnsOf[saleRow](), "id")
-	updateSale  = namedUpdate("sales", columnsOf[saleRow](), "id", "buckets", "created_at", "image_etag")
+	updateSale  = namedUpdate("sales", columnsOf[saleRow](), "id", "buckets", "instant_checkout", "created_at", "image_etag")
 )
 
 // sale is the row as a sale; one made before waiting rooms existed has
@@ -65,7 +66,7 @@ func (r saleRow) sale() seckill.Sale {
 		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Status: seckill.Status(r.Status), Buckets: r.Buckets,
 		RequireTicket: r.RequireTicket, PowDifficulty: r.PowDifficulty, VerifiedOnly: r.VerifiedOnly,
 		WaitingRoom: r.WaitingRoom, QueueOpensAt: r.QueueOpensAt.Time, AdmitPerSecond: r.AdmitPerSec,
-		MerchantID: r.MerchantID, Description: r.Description, ImageETag: r.ImageETag, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		MerchantID: r.MerchantID, InstantCheckout: r.Instant, Description: r.Description, ImageETag: r.ImageETag, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	return s.WithDefaults()
 }

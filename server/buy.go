@@ -35,6 +35,7 @@ type buyResponse struct {
 	Qty       int64  `json:"qty"`
 	Remaining int64  `json:"remaining"`
 	Status    string `json:"status"`
+	ChargeID  string `json:"charge_id,omitempty"`
 }
 
 // tooManyRequests is the message of a buy limiter's refusal.
@@ -115,7 +116,11 @@ func (s *Server) buy(c *gin.Context) {
 		sendAnswer(c, answerOf(a.Code), nil)
 		return
 	}
-	writeBought(c, buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)})
+	r := buyResponse{OrderID: a.OrderID, SaleID: id, Qty: a.Qty, Remaining: a.Remaining, Status: string(seckill.OrderPending)}
+	if a.ChargeID != "" { // instant checkout: born paid
+		r.Status, r.ChargeID = string(seckill.OrderPaid), a.ChargeID
+	}
+	writeBought(c, r)
 }
 
 // writeBought answers an accepted buy, its JSON written by hand: order ids
@@ -133,6 +138,10 @@ func writeBought(c *gin.Context, r buyResponse) {
 	b = strconv.AppendInt(b, r.Remaining, 10)
 	b = append(b, `,"status":"`...)
 	b = append(b, r.Status...)
+	if r.ChargeID != "" {
+		b = append(b, `","charge_id":"`...)
+		b = append(b, r.ChargeID...)
+	}
 	b = append(b, "\"}"...)
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 }

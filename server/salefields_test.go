@@ -22,7 +22,7 @@ func everyField(merchant int64) seckill.Sale {
 		ID: 1, Name: "Every field", Item: "Field item", PriceCents: 1234, Total: 70, PerUserLimit: 3,
 		StartsAt: start, EndsAt: start.Add(2 * time.Hour), Status: seckill.StatusPaused, Buckets: 2,
 		RequireTicket: true, PowDifficulty: 4, VerifiedOnly: true, WaitingRoom: true,
-		QueueOpensAt: start.Add(-7 * time.Minute), AdmitPerSecond: 55, MerchantID: merchant,
+		QueueOpensAt: start.Add(-7 * time.Minute), AdmitPerSecond: 55, MerchantID: merchant, InstantCheckout: true,
 		Description: "A line\nand another", ImageETag: "0123456789abcdef0123456789abcdef",
 		CreatedAt: start.Add(-time.Hour), UpdatedAt: start.Add(-time.Minute),
 	}
@@ -135,7 +135,7 @@ func TestSaleFieldsAgree(t *testing.T) {
 		t.Errorf("the ledger's row reads back\n%+v\nwant\n%+v", stored, want)
 	}
 	changed := everyField(want.MerchantID)
-	changed.ID, changed.CreatedAt, changed.Buckets = want.ID, want.CreatedAt, want.Buckets // fixed
+	changed.ID, changed.CreatedAt, changed.Buckets, changed.InstantCheckout = want.ID, want.CreatedAt, want.Buckets, want.InstantCheckout // fixed
 	changed.Name, changed.Item, changed.PriceCents, changed.Total, changed.PerUserLimit = "Changed", "Other", 99, 80, 4
 	changed.StartsAt, changed.EndsAt, changed.QueueOpensAt = want.StartsAt.Add(time.Minute), want.EndsAt.Add(time.Hour), want.QueueOpensAt.Add(-time.Minute)
 	changed.Status, changed.RequireTicket, changed.PowDifficulty, changed.VerifiedOnly = seckill.StatusActive, false, 5, false
@@ -144,7 +144,7 @@ func TestSaleFieldsAgree(t *testing.T) {
 	changed.ImageETag = want.ImageETag // an update leaves the image: an upload changes it (TestSaleImages)
 	for i := range saleType.NumField() {
 		name := saleType.Field(i).Name
-		if !slices.Contains([]string{"ID", "CreatedAt", "Buckets", "MerchantID", "ImageETag"}, name) &&
+		if !slices.Contains([]string{"ID", "CreatedAt", "Buckets", "InstantCheckout", "MerchantID", "ImageETag"}, name) &&
 			reflect.ValueOf(changed).Field(i).Interface() == reflect.ValueOf(want).Field(i).Interface() {
 			t.Errorf("the update leaves %s as it was: change it too", name)
 		}

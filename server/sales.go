@@ -50,6 +50,8 @@ type saleJSON struct {
 	EndsAt       time.Time     `json:"ends_at"`
 	Status       seckill.Phase `json:"status"`
 	Buckets      int           `json:"buckets"`
+	// InstantCheckout: a buy charges the wallet (API.md, Instant checkout).
+	InstantCheckout bool `json:"instant_checkout"`
 	// RequireTicket and PowDifficulty tell the shopper page what a buy
 	// needs (API.md, buy tickets).
 	RequireTicket bool `json:"require_ticket"`
@@ -78,7 +80,8 @@ func (s *Server) saleView(v sales.View, now time.Time, admin bool) saleJSON {
 		ID: sl.ID, Name: sl.Name, Item: sl.Item, PriceCents: sl.PriceCents,
 		Total: st.Total, Remaining: max(0, st.Available), Sold: st.Sold, PerUserLimit: sl.PerUserLimit,
 		StartsAt: sl.StartsAt.UTC(), EndsAt: sl.EndsAt.UTC(), Status: v.Phase(now), Buckets: sl.Buckets,
-		RequireTicket: sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly,
+		InstantCheckout: sl.InstantCheckout,
+		RequireTicket:   sl.RequireTicket, PowDifficulty: sl.PowDifficulty, VerifiedOnly: sl.VerifiedOnly,
 		WaitingRoom: sl.WaitingRoom, QueueOpensAt: sl.QueueOpensAt.UTC(), AdmitPerSecond: sl.AdmitPerSecond, ServerTime: now.UTC(),
 		Description: sl.Description, Currency: s.cfg.Currency,
 	}

@@ -65,10 +65,12 @@ func New(cfg configs.Config, c Conns, registry *prometheus.Registry) *System {
 	icfg.OnWaitTimeout = m.Process.WaitTimedOut
 	fcfg := FundsConfig(cfg)
 	fcfg.Replicas.OnTimeout = m.Process.WaitTimedOut
+	wallets := funds.New(c.Redis, fcfg)
+	icfg.Wallets, icfg.FeeBps = wallets, cfg.Funds.FeeBps
 	s := &System{
 		Config: cfg, Conns: c, Registry: registry, Metrics: m,
 		Stock:  inventory.New(c.Redis, icfg),
-		Funds:  funds.New(c.Redis, fcfg),
+		Funds:  wallets,
 		Ledger: orders.NewStore(c.DB),
 	}
 	registry.MustRegister(newLiveCollector(s))

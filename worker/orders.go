@@ -178,11 +178,21 @@ func (oc *OrderConsumer) write(ctx context.Context, os []seckill.Order) error {
 	})
 }
 
-// scheduleTimeouts sends one timeout message for the orders, to arrive
-// when their payment window has passed, and waits for the broker's
-// confirm; the orders' messages are acknowledged only after.
+// scheduleTimeouts sends one timeout message for the orders awaiting
+// payment (not those of an instant checkout: paid), to arrive when their
+// payment window has passed, and waits for the broker's confirm; the
+// orders' messages are acknowledged only after.
 func (oc *OrderConsumer) scheduleTimeouts(ctx context.Context, os []seckill.Order) error {
-	if err := ScheduleTimeouts(ctx, oc.timeouts, os, oc.cfg.Window); err != nil {
+	waiting := make([]seckill.Order, 0, len(os))
+	for _, o := range os {
+		if o.Pay == "" { // an instant checkout's is paid: no timeout
+			waiting = append(waiting, o)
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	if err := ScheduleTimeouts(ctx, oc.timeouts, waiting, oc.cfg.Window); err != nil {
 		return err
 	}
 	oc.metrics.timeouts.Inc()

@@ -331,6 +331,8 @@ type SaleSpec struct {
 	WaitingRoom    bool
 	QueueOpens     time.Time
 	AdmitPerSecond int64
+	// Instant is the sale's instant checkout: a buy charges the wallet.
+	Instant bool
 }
 
 // MustSale creates a sale through srv, as the admin API does.
@@ -355,6 +357,7 @@ func MustSale(t testing.TB, srv *server.Server, spec SaleSpec) seckill.Sale {
 		EndsAt: spec.End.UTC().Truncate(time.Millisecond), Buckets: spec.Buckets,
 		RequireTicket: spec.RequireTicket, PowDifficulty: spec.PowDifficulty, VerifiedOnly: spec.VerifiedOnly,
 		WaitingRoom: spec.WaitingRoom, QueueOpensAt: spec.QueueOpens.UTC().Truncate(time.Millisecond), AdmitPerSecond: spec.AdmitPerSecond,
+		InstantCheckout: spec.Instant,
 	}.Input())
 	if err != nil {
 		t.Fatalf("servertest: create sale: %v", err)
