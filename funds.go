@@ -254,6 +254,14 @@ func ChargeMovement(o Order, merchant, feeBps int64, at time.Time) (m Movement, 
 	return m, true
 }
 
+// HoldID is the id of the wallet hold of a buy request of an
+// instant-checkout sale (package checkout): one per request, whatever its
+// attempts, so a retry finds the hold its first attempt made.
+func HoldID(sale int64, user, request string) string {
+	sum := sha256.Sum256([]byte(strconv.FormatInt(sale, 10) + "/" + user + "/" + request))
+	return "hd." + hex.EncodeToString(sum[:16])
+}
+
 // ChargeID is the id of the charge that pays order o (its Movement's
 // id too).
 func ChargeID(order string) string { return chargeID(order) }

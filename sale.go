@@ -296,6 +296,7 @@ var (
 	msgRestock        = fmt.Sprintf("must be between 1 and %d", MaxTotal)
 	msgRestockTotal   = fmt.Sprintf("would take the total over %d", MaxTotal)
 	msgFixed          = "is fixed when the sale is created"
+	msgInstantFree    = "must be at least 1 on a sale with instant checkout (there is nothing to charge)"
 	msgInstantAmount  = fmt.Sprintf("times the price must not exceed %d cents on a sale with instant checkout", MaxAmountCents)
 )
 
@@ -415,6 +416,9 @@ func (s Sale) Validate() error {
 	// 2^53: one buy's amount stays within MaxAmountCents.
 	if s.InstantCheckout && s.PerUserLimit > 0 && s.PriceCents > 0 && s.PerUserLimit > MaxAmountCents/s.PriceCents {
 		bad("per_user_limit", msgInstantAmount)
+	}
+	if s.InstantCheckout && s.PriceCents == 0 {
+		bad("price_cents", msgInstantFree)
 	}
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
 		bad("pow_difficulty", msgPow)

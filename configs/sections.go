@@ -501,6 +501,10 @@ type Funds struct {
 	// Groups is how many hashes the accounts' balances are spread over in
 	// Redis; fixed once money is held.
 	Groups int `koanf:"funds_groups"`
+	// HoldFor is how long an instant checkout's wallet hold waits for its
+	// stock step on a Redis Cluster (its deadline); a hold its process
+	// left behind is settled by the worker's sweep soon after.
+	HoldFor time.Duration `koanf:"hold_ttl"`
 	// Provider is where top-ups are paid and payouts sent: test (a page of
 	// this server, development and embedded mode) or stripe. Empty: test,
 	// stripe in production.
@@ -536,6 +540,9 @@ func (s *Funds) check(production bool) error {
 	}
 	if s.Groups < 1 || s.Groups > maxFundsGroups {
 		p.add("funds_groups", "must be 1..%d", maxFundsGroups)
+	}
+	if s.HoldFor < time.Second || s.HoldFor > time.Hour {
+		p.add("hold_ttl", "must be 1s..1h")
 	}
 	if s.Provider == "" {
 		s.Provider = ProviderTest

@@ -346,13 +346,16 @@ func (s *Store) Balance(ctx context.Context, a seckill.FundsAccount) (int64, err
 	return n, nil
 }
 
-// Balances reads every account's balance: one pipelined read of every
-// group, O(accounts), for the reconciler.
+// Balances reads every account's money as the ledger counts it: its
+// balance and what its pending holds set aside (a hold moves nothing in
+// the ledger until it is posted). One pipelined read of every group,
+// O(accounts), for the reconciler.
 func (s *Store) Balances(ctx context.Context) (map[seckill.FundsAccount]int64, error) {
-	cmds := make([]*redis.MapStringStringCmd, s.cfg.Groups)
+	cmds := make([]*redis.MapStringStringCmd, 2*s.cfg.Groups)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for g := range cmds {
-			cmds[g] = p.HGetAll(ctx, s.keys.Funds(g).Balances())
+		for g := range s.cfg.Groups {
+			cmds[2*g] = p.HGetAll(ctx, s.keys.Funds(g).Balances())
+			cmds[2*g+1] = p.HGetAll(ctx, s.keys.Funds(g).Held())
 		}
 		return nil
 	})
@@ -366,7 +369,7 @@ func (s *Store) Balances(ctx context.Context) (map[seckill.FundsAccount]int64, e
 			if err != nil {
 				return nil, fmt.Errorf("%w: balance %q of %s", errFormat, v, a)
 			}
-			out[seckill.FundsAccount(a)] = n
+			out[seckill.FundsAccount(a)] += n
 		}
 	}
 	return out, nil

@@ -784,3 +784,36 @@ func (s *Store) Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orde
 	s.announce(ctx, sale.ID)
 	return nil
 }
+
+// Settle finds how the stock decided an instant-checkout buy whose wallet
+// hold outlived its deadline, and makes sure it never decides it after:
+// the request's stored answer, or a stored refusal hold_expired put in
+// its place now (settle.lua), so a stock step arriving late answers that.
+// ok is false when Redis holds no keys of the sale (nothing can be
+// decided on them).
+func (s *Store) Settle(ctx context.Context, sale int64, user, request string, qty int64) (a seckill.Answer, ok bool, err error) {
+	parts, err := s.Parts(ctx, sale)
+	if errors.Is(err, seckill.ErrSaleNotFound) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, err
+	}
+	k := s.partKeys(partFor(parts, user))
+	res, err := s.replicas.Run(ctx, s.rdb, settleScript, []string{k.Stock(), k.Reqs()}, reqField(user, request), qty)
+	var reply string
+	if err == nil {
+		reply, err = res.Text()
+	}
+	if err != nil {
+		return a, false, failed(fmt.Sprintf("settle request %s of sale %d", request, sale), err)
+	}
+	if reply == "" {
+		return a, false, nil
+	}
+	a, err = decodeAnswer(reply)
+	if err != nil {
+		return a, false, fmt.Errorf("inventory: settle request %s of sale %d: %w", request, sale, err)
+	}
+	return a, true, nil
+}

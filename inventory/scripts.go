@@ -17,4 +17,5 @@ var (
 	moveScript    = redis.NewScript(lua.Move)
 	acceptScript  = redis.NewScript(lua.Accept)
 	queueScript   = redis.NewScript(lua.Queue)
+	settleScript  = redis.NewScript(lua.Settle)
 )

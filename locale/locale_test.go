@@ -147,6 +147,8 @@ func TestFieldMessagesTranslated(t *testing.T) {
 	instant := seckill.Sale{Name: "n", Item: "i", PriceCents: seckill.MaxPriceCents, Total: 1_000_000, PerUserLimit: 1_000_000, Buckets: 1,
 		AdmitPerSecond: 1, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), QueueOpensAt: time.Now(), InstantCheckout: true}
 	collect(instant.Validate())
+	instant.PriceCents = 0
+	collect(instant.Validate())
 	_, err = seckill.SaleInput{InstantCheckout: new(bool)}.Change()
 	collect(err)
 	collect(seckill.ValidRestock(seckill.MaxTotal, 5))

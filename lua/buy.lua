@@ -212,16 +212,16 @@ for i = 0, n - 1 do
     local keep = true
     if mismatch then
       code, keep = 'unavailable', false
-    elseif pay == 'hold' and now > tonumber(ARGV[b + 5]) then
-      code, keep = 'hold_expired', false
-    elseif pay == 'hold' and tonumber(ARGV[b + 4]) ~= priceN * qty then
-      code, keep = 'unavailable', false
     elseif available <= 0 then
       code = 'sold_out'
     elseif qty > limit or units[user] + qty > limit then
       code = 'limit_exceeded'
     elseif available < qty then
       code = 'sold_out'
+    elseif pay == 'hold' and now > tonumber(ARGV[b + 5]) then
+      code, keep = 'hold_expired', false
+    elseif pay == 'hold' and tonumber(ARGV[b + 4]) ~= priceN * qty then
+      code, keep = 'unavailable', false
     elseif pay == 'charge' and (not merchant or not charge(i, oid, user, priceN * qty)) then
       code, keep = 'insufficient_funds', false
       if not merchant then

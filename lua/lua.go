@@ -28,4 +28,8 @@ var (
 	Funds string
 	//go:embed follow.lua
 	Follow string
+	//go:embed hold.lua
+	Hold string
+	//go:embed settle.lua
+	Settle string
 )

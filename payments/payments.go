@@ -26,6 +26,7 @@ type Wallets interface {
 	MoveKeeping(ctx context.Context, m seckill.Movement, keep int64) (int64, bool, error)
 	Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
 	Balance(ctx context.Context, a seckill.FundsAccount) (int64, error)
+	Held(ctx context.Context, a seckill.FundsAccount) (int64, error)
 }
 
 // Ledger is the funds ledger (orders.Store): an account's statement, and
@@ -100,9 +101,15 @@ type Balance struct {
 	Currency string
 }
 
-// Wallet is a shopper's balance now (0 for one that never held money).
+// Wallet is a shopper's balance now (0 for one that never held money),
+// and what instant checkouts under way hold of it.
 func (s *Service) Wallet(ctx context.Context, user string) (Balance, error) {
-	return s.balance(ctx, seckill.WalletOf(user))
+	b, err := s.balance(ctx, seckill.WalletOf(user))
+	if err != nil {
+		return b, err
+	}
+	b.Held, err = s.wallets.Held(ctx, b.Account)
+	return b, err
 }
 
 func (s *Service) balance(ctx context.Context, a seckill.FundsAccount) (Balance, error) {

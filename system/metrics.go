@@ -42,6 +42,7 @@ type ProcessMetrics struct {
 	waitTimeouts    prometheus.Counter
 	redisPersistent prometheus.Gauge
 	production      prometheus.Gauge
+	holds, swept    *prometheus.CounterVec
 }
 
 // NewProcessMetrics registers the series on reg.
@@ -56,10 +57,30 @@ func NewProcessMetrics(reg prometheus.Registerer) *ProcessMetrics {
 		production: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_production", Help: "1 when the process runs with env: production.",
 		}),
+		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_checkout_holds_total",
+			Help: "Instant checkout's wallet holds on a Redis Cluster, by what the buy's own process did with them: posted, voided, left (to the order consumer or the sweep), refused (the wallet was short).",
+		}, []string{"outcome"}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_checkout_holds_swept_total",
+			Help: "Holds past their deadline that the worker's sweep settled (their buy's process died or never heard back), by outcome: posted, voided.",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.waitTimeouts, m.redisPersistent, m.production)
+	for _, o := range []string{"posted", "voided", "left", "refused"} {
+		m.holds.WithLabelValues(o)
+	}
+	for _, o := range []string{"posted", "voided"} {
+		m.swept.WithLabelValues(o)
+	}
+	reg.MustRegister(m.waitTimeouts, m.redisPersistent, m.production, m.holds, m.swept)
 	return m
 }
+
+// Held counts a hold the checkout settled inline (or left).
+func (m *ProcessMetrics) Held(outcome string) { m.holds.WithLabelValues(outcome).Inc() }
+
+// HoldSettled counts a hold the sweep settled.
+func (m *ProcessMetrics) HoldSettled(outcome string) { m.swept.WithLabelValues(outcome).Inc() }
 
 // WaitTimedOut counts a buy call whose WAIT for replicas timed out.
 func (m *ProcessMetrics) WaitTimedOut() { m.waitTimeouts.Inc() }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/checkout"
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/identity"
 	"github.com/seckill/seckill/inventory"
@@ -66,7 +67,7 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 		d.DeadLetters = s.DeadLetters
 	}
 	if buys == nil {
-		buys, d.Chores = s.buyChain(registry)
+		buys, d.Chores = s.buyChain(registry, svc)
 	}
 	d.Buys = tickets.NewGate(buys, tix, accounts)
 	return d, nil
@@ -108,21 +109,28 @@ func (s *System) identity(shoppers *sessions.Shoppers, now func() time.Time) (se
 }
 
 // buyChain composes the configured buy chain behind the ticket gate, front
-// first, and the chores it needs run.
-func (s *System) buyChain(registry *prometheus.Registry) (server.Reserver, []func(context.Context)) {
+// first, and the chores it needs run: on a Redis Cluster the instant
+// checkout's holds (checkout, with rules the sales' settings), the
+// batcher (batch_enabled), the sold-out fast path (sold_out_recheck > 0)
+// and the stock, each built over the next.
+func (s *System) buyChain(registry *prometheus.Registry, rules checkout.Rules) (server.Reserver, []func(context.Context)) {
 	cfg := s.Config
 	m := newChainMetrics(registry)
 	var chain inventory.Reserver = s.Stock
 	var chores []func(context.Context)
 	bc := inventory.BatcherConfig{Max: cfg.Buy.BatchMax, Lane: s.Stock.Lane, OnBatch: m.batch}
+	cc := checkout.Config{HoldFor: cfg.Funds.HoldFor, FeeBps: cfg.Funds.FeeBps, OnOutcome: s.Metrics.Process.Held}
 	if cfg.Buy.SoldOutRecheck > 0 {
 		fast := inventory.NewFastPath(chain, s.Stock, cfg.Buy.SoldOutRecheck)
 		fast.OnHit = m.hit
-		chain, bc.Gather = fast, fast.Gather
+		chain, bc.Gather, cc.SoldOut = fast, fast.Gather, fast.Gather
 		chores = append(chores, fast.Run)
 	}
 	if cfg.Buy.BatchEnabled {
 		chain = inventory.NewBatcher(chain, bc)
+	}
+	if s.Stock.Cluster() {
+		chain = checkout.New(chain, s.Funds, s.Stock, rules, cc)
 	}
 	return chain, chores
 }
@@ -160,7 +168,7 @@ func (s *System) Relay() *worker.Relay {
 // OrderConsumer builds the consumer that writes the orders queue into
 // the ledger.
 func (s *System) OrderConsumer() *worker.OrderConsumer {
-	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
+	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Funds, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
 }
 
 // TimeoutConsumer builds the consumer that cancels orders unpaid at the
@@ -240,10 +248,22 @@ func (s *System) RunWorkers(ctx context.Context) error {
 		defer func() { fstop(); <-fdone }()
 	}
 	sweep, stopSweep := context.WithCancel(ctx)
-	sweepDone := make(chan struct{})
-	go func() { defer close(sweepDone); s.sweepPayouts(sweep) }()
-	defer func() { stopSweep(); <-sweepDone }()
+	sweepDone := make(chan struct{}, 2)
+	go func() { defer func() { sweepDone <- struct{}{} }(); s.sweepPayouts(sweep) }()
+	go func() { defer func() { sweepDone <- struct{}{} }(); s.HoldSweeper().Run(sweep, HoldSweep) }()
+	defer func() { stopSweep(); <-sweepDone; <-sweepDone }()
 	return s.RunConsumers(ctx)
+}
+
+// HoldSweep is how often the worker settles the instant checkout's holds
+// past their deadline (a Cluster's; elsewhere there are none).
+const HoldSweep = time.Second
+
+// HoldSweeper builds the sweep of the holds whose buy's process died.
+func (s *System) HoldSweeper() *checkout.Sweeper {
+	sw := checkout.NewSweeper(s.Funds, s.Stock)
+	sw.OnSettled = s.Metrics.Process.HoldSettled
+	return sw
 }
 
 // payments builds the payments service (ms: the merchants, for payouts'

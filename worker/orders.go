@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,13 @@ import (
 // (orders.Store).
 type OrderLedger interface {
 	InsertOrders(ctx context.Context, os []seckill.Order) error
+}
+
+// HoldPoster posts the wallet holds of instant-checkout orders accepted
+// across Cluster slots (funds.Store): once an order exists, its hold is
+// its charge.
+type HoldPoster interface {
+	Post(ctx context.Context, wallet seckill.FundsAccount, id, charge string) (bool, error)
 }
 
 // OrderBus is the bus as the order consumer needs it: the orders queue to
@@ -59,21 +67,22 @@ type OrderConsumer struct {
 	consumer
 	timeouts DelayedPublisher
 	ledger   OrderLedger
+	holds    HoldPoster
 	cfg      OrderConfig
 	metrics  *OrderMetrics
 	now      func() time.Time
 }
 
-// NewOrderConsumer returns an OrderConsumer of b's orders queue, its
-// series in m and those it shares with the other consumers in shared;
-// Run starts it.
-func NewOrderConsumer(b OrderBus, ledger OrderLedger, m *OrderMetrics, shared *ConsumerMetrics, cfg OrderConfig) *OrderConsumer {
+// NewOrderConsumer returns an OrderConsumer of b's orders queue, posting
+// the holds of held orders with holds, its series in m and those it
+// shares with the other consumers in shared; Run starts it.
+func NewOrderConsumer(b OrderBus, ledger OrderLedger, holds HoldPoster, m *OrderMetrics, shared *ConsumerMetrics, cfg OrderConfig) *OrderConsumer {
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = 1
 	}
 	return &OrderConsumer{
 		consumer: newConsumer(b, bus.Orders, cfg.Prefetch, cfg.Grace, m.deadLettered, shared),
-		timeouts: b, ledger: ledger, cfg: cfg, metrics: m, now: time.Now,
+		timeouts: b, ledger: ledger, holds: holds, cfg: cfg, metrics: m, now: time.Now,
 	}
 }
 
@@ -141,6 +150,9 @@ func (oc *OrderConsumer) process(ctx context.Context, batch []bus.Delivery) erro
 	oc.metrics.commit.Observe(time.Since(start).Seconds())
 	oc.metrics.batchSize.Observe(float64(len(os)))
 	oc.persisted(os)
+	if err := oc.postHolds(ctx, os); err != nil {
+		return err
+	}
 	if err := oc.scheduleTimeouts(ctx, os); err != nil {
 		return err
 	}
@@ -164,6 +176,9 @@ func (oc *OrderConsumer) processOneByOne(ctx context.Context, ds []bus.Delivery,
 		return err
 	}
 	oc.persisted(written)
+	if err := oc.postHolds(ctx, written); err != nil {
+		return err
+	}
 	if err := oc.scheduleTimeouts(ctx, written); err != nil {
 		return err
 	}
@@ -176,6 +191,33 @@ func (oc *OrderConsumer) write(ctx context.Context, os []seckill.Order) error {
 	return oc.retry(ctx, "writing orders", func() error {
 		return oc.ledger.InsertOrders(ctx, os)
 	})
+}
+
+// postHolds posts the wallet hold of each order accepted against one
+// (seckill.PayHeld): the checkout posts it as soon as the stock step
+// answers, this when that process died first. Posting again changes
+// nothing. A hold found voided cannot be: a void comes only after the
+// buy's request was decided otherwise; it is logged and left, for the
+// reconciler shows the order unpaid.
+func (oc *OrderConsumer) postHolds(ctx context.Context, os []seckill.Order) error {
+	for _, o := range os {
+		if o.Pay != seckill.PayHeld {
+			continue
+		}
+		id := seckill.HoldID(o.SaleID, o.UserID, o.RequestID)
+		err := oc.retry(ctx, "posting a hold", func() error {
+			_, err := oc.holds.Post(ctx, seckill.WalletOf(o.UserID), id, seckill.ChargeID(o.ID))
+			if errors.Is(err, seckill.ErrOrderCancelled) {
+				slog.Error("worker: the hold of an accepted order was voided", "order", o.ID, "hold", id)
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scheduleTimeouts sends one timeout message for the orders awaiting

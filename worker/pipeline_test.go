@@ -105,7 +105,7 @@ func (p *pipeline) relay(b bus.Bus) *worker.Relay {
 // ledger, until the test ends.
 func (p *pipeline) consumers(t *testing.T, b bus.Bus, ledger *orders.Store) {
 	m := p.metrics
-	run(t, worker.NewOrderConsumer(b, ledger, m.Orders, m.Consumers, system.OrderConsumerConfig(p.Config)).Run)
+	run(t, worker.NewOrderConsumer(b, ledger, p.Funds, m.Orders, m.Consumers, system.OrderConsumerConfig(p.Config)).Run)
 	run(t, worker.NewTimeoutConsumer(b, ledger, p.Inventory, p.Funds, m.Timeouts, m.Consumers, system.TimeoutConsumerConfig(p.Config)).Run)
 }
 

@@ -131,6 +131,15 @@ func (f FundsKeys) Balances() string { return f.base }
 // kept for a while so a retry answers the first decision.
 func (f FundsKeys) Movement(id string) string { return f.base + ":m:" + id }
 
+// Held maps each account of the group to the cents its pending holds set
+// aside (an instant checkout's, across Cluster slots: hold.lua).
+func (f FundsKeys) Held() string { return f.base + ":held" }
+
+// Holds orders the group's pending holds by deadline (the sorted set's
+// score, unix ms; members are the holds' movement ids), for the sweep
+// that settles those whose process died.
+func (f FundsKeys) Holds() string { return f.base + ":holds" }
+
 // Followed is set once a movement's share of an account of the group is
 // applied (follow.lua).
 func (f FundsKeys) Followed(id, account string) string { return f.base + ":f:" + id + ":" + account }

@@ -65,7 +65,7 @@ func pipelineCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	rc := system.RelayConfig(cfg)
 	rc.Poll = 50 * time.Millisecond
 	relay := worker.NewRelay(e.Inv, e.Ledger, e.Broker, worker.NewRelayMetrics(reg), rc)
-	oc := worker.NewOrderConsumer(e.Broker, e.Ledger, om, shared, system.OrderConsumerConfig(cfg))
+	oc := worker.NewOrderConsumer(e.Broker, e.Ledger, e.Funds, om, shared, system.OrderConsumerConfig(cfg))
 	tc := worker.NewTimeoutConsumer(e.Broker, e.Ledger, e.Inv, e.Funds, worker.NewTimeoutMetrics(reg), shared, system.TimeoutConsumerConfig(cfg))
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 3)
