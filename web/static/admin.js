@@ -257,6 +257,9 @@ async function formView(id) {
     ends_at: [t("admin.form.endsAt"), { type: "datetime-local", step: "1", value: toLocalInput(sale ? sale.ends_at : new Date(start.getTime() + 3600_000).toISOString()) }],
     verified_only: [t("admin.form.verifiedOnly"),
       { type: "checkbox", checked: !!(sale && sale.verified_only) }],
+    // Chosen at creation: buys charge the wallet, orders are born paid.
+    instant_checkout: [t("admin.form.instantCheckout"),
+      { type: "checkbox", checked: !!(sale && sale.instant_checkout), disabled: !!sale }],
     // The room is set up before the start; its rate may change any time.
     waiting_room: [t("admin.form.waitingRoom"),
       { type: "checkbox", checked: !!(sale && sale.waiting_room), disabled: started }],
@@ -551,6 +554,8 @@ async function dashboardView(id) {
     const d = stats.defence || {};
     const shown = { ...stats, ticket_refusals: (d.ticket_required || 0) + (d.ticket_invalid || 0),
       challenges: `${d.challenges_solved || 0} / ${d.challenges_issued || 0}`, tickets_issued: d.tickets_issued || 0, bad_proofs: d.pow_invalid || 0 };
+    // An instant checkout's accepted buys are its charges.
+    Object.assign(shown, { charged: stats.outcomes[Code.OK] || 0, refused_funds: stats.outcomes[Code.InsufficientFunds] || 0 });
     const q = stats.queue;
     if (q) Object.assign(shown, { queue_size: q.size, queue_admitted: q.admitted, queue_early: q.joined_before_start,
       queue_passes: q.passes_used, queue_rate: `${admitRate} / ${q.admit_per_second}` });
@@ -607,6 +612,7 @@ async function dashboardView(id) {
           sale.require_ticket ? (sale.pow_difficulty ? t("admin.dashboard.info.ticketsPow", { n: sale.pow_difficulty })
             : t("admin.dashboard.info.tickets")) : null,
           sale.verified_only ? t("admin.dashboard.info.verifiedOnly") : null,
+          sale.instant_checkout ? t("admin.dashboard.info.instant") : null,
           sale.waiting_room ? t("admin.dashboard.info.room", { rate: sale.admit_per_second }) : null,
         ].filter(Boolean).map((part) => ` · ${part}`).join("")))),
       el("div", { class: "actions" }, el("a", { class: "button small", href: `#/sales/${id}/edit` }, t("admin.common.edit")),
@@ -616,6 +622,8 @@ async function dashboardView(id) {
     el("div", { class: "stats" }, stat("sold", t("admin.dashboard.stat.sold")), stat("remaining", t("admin.dashboard.stat.remaining")),
       stat("orders_persisted", t("admin.dashboard.stat.ordersPersisted")), stat("orders_pending", t("admin.dashboard.stat.ordersPending")),
       stat("orders_paid", t("admin.dashboard.stat.ordersPaid")), stat("orders_cancelled", t("admin.dashboard.stat.ordersCancelled"))),
+    sale.instant_checkout ? el("div", { class: "stats", id: "instant-stats" }, stat("charged", t("admin.dashboard.stat.charged")),
+      stat("refused_funds", t("admin.dashboard.stat.refusedFunds"))) : null,
     el("h2", {}, t("admin.dashboard.outcomes")),
     el("div", { class: "stats" }, rate(Code.OK, t("admin.dashboard.rate.ok")), rate(Code.SoldOut, t("admin.dashboard.rate.soldOut")),
       rate(Code.LimitExceeded, t("admin.dashboard.rate.limit")), rate(Code.RateLimited, t("admin.dashboard.rate.rateLimited"))),

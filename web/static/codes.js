@@ -21,6 +21,7 @@ export const Code = Object.freeze({
   PassRequired: "pass_required",
   PassInvalid: "pass_invalid",
   InsufficientFunds: "insufficient_funds",
+  HoldExpired: "hold_expired",
   OrderRefunded: "order_refunded",
   EmailTaken: "email_taken",
   Internal: "internal",

@@ -237,6 +237,8 @@ const outcomes = new Map([
   [Code.NotEligible, ["bad", "shop.outcome.verified_only"]],
   [Code.PassRequired, ["warn", "shop.outcome.wait_turn"]],
   [Code.PassInvalid, ["warn", "shop.outcome.pass_expired"]],
+  [Code.InsufficientFunds, ["warn", "shop.outcome.short"]],
+  [Code.HoldExpired, ["warn", "shop.outcome.hold_expired"]],
 ]);
 
 function outcome(e, sale) {
@@ -364,6 +366,10 @@ async function saleView(id) {
   // What this shopper holds of the sale (countBought): the cap counts
   // it, so the page offers only what is left of it.
   let bought = 0;
+  // An instant checkout pays from the wallet in the buy: the page shows
+  // the balance, and says before the start when it is short (readPurse).
+  let wallet = null;
+  const purseLine = sale.instant_checkout ? el("div", { class: "muted", id: "instant-wallet" }) : null;
   const mine = el("span", { class: "muted", id: "yours" });
   const allowed = () => Math.max(0, Math.min(sale.per_user_limit - bought, sale.remaining));
   let qty = 1;
@@ -413,9 +419,36 @@ async function saleView(id) {
     plus.disabled = qty >= allowed();
     if (room) room.paint(now);
     buy.hidden = over || (room ? !room.admitted() : false);
-    buy.disabled = inFlight || st !== Phase.Active || now < retryAt || atLimit || qty > sale.remaining;
+    const cost = qty * sale.price_cents;
+    const short = !!(sale.instant_checkout && wallet && wallet.balance_cents < cost);
+    buy.disabled = inFlight || st !== Phase.Active || now < retryAt || atLimit || qty > sale.remaining || short;
     buy.textContent = inFlight ? (verifying || t("shop.sale.buying")) : now < retryAt ? t("shop.sale.retry_in", { time: duration(retryAt - now) })
-      : atLimit ? t("shop.sale.at_limit") : t("shop.sale.buy");
+      : atLimit ? t("shop.sale.at_limit") : short ? t("shop.sale.balance_low")
+        : sale.instant_checkout ? t("shop.sale.buy_instant", { amount: money(cost) }) : t("shop.sale.buy");
+    if (purseLine) paintPurse(over, cost);
+  };
+
+  // paintPurse shows the balance an instant checkout pays from, and when
+  // it is short of the buy, by how much, with a top-up of the rest.
+  const paintPurse = (over, cost) => {
+    if (!me || !wallet || over) return purseLine.replaceChildren();
+    const missing = cost - wallet.balance_cents;
+    const line = [...tx("shop.purse", { balance: el("strong", { class: "purse" }, money(wallet.balance_cents)) })];
+    if (missing > 0) {
+      line.push(" — ", t("shop.sale.balance_short", { amount: money(cost) }), " ",
+        el("a", { class: "button primary small", id: "instant-topup", href: `#/wallet?amount=${missing}` }, t("shop.topup_amount", { amount: money(missing) })));
+    } else {
+      line.push(" · ", t("shop.sale.instant_note"));
+    }
+    if (purseLine.dataset.shown !== `${wallet.balance_cents}/${cost}`) {
+      purseLine.dataset.shown = `${wallet.balance_cents}/${cost}`;
+      purseLine.replaceChildren(...line);
+    }
+  };
+  const readPurse = async () => {
+    if (!me || !sale.instant_checkout) return;
+    try { wallet = await readWallet(); } catch (e) { return; }
+    paint();
   };
 
   // countBought asks how many units the shopper holds in the sale, as
@@ -435,6 +468,12 @@ async function saleView(id) {
   const succeeded = async (r) => {
     sale.remaining = Math.min(sale.remaining, r.remaining);
     bought += r.qty;
+    if (r.status === OrderStatus.Paid) { // an instant checkout: paid in the buy
+      showResult("good", t("shop.sale.bought_paid"),
+        el("div", {}, tx("shop.sale.bought_paid_detail", { order: orderRef(r.order_id, { id: "order-id" }), qty: number(r.qty),
+          amount: money(r.qty * sale.price_cents) })));
+      return readPurse();
+    }
     const pay = el("button", { class: "primary", id: "pay" }, t("shop.sale.pay_now"));
     const left = el("span", { class: "countdown", style: "font-size:1.1rem" });
     const purse = el("div", { class: "muted", id: "pay-wallet" });
@@ -526,6 +565,7 @@ async function saleView(id) {
       const o = outcome(err, sale);
       if (err.code === Code.RateLimited) retryAt = serverNow() + 1000 * (err.retryAfter || 1);
       if (err.code === Code.LimitExceeded) countBought();
+      if (err.code === Code.InsufficientFunds) readPurse();
       showResult(o.kind, o.title, o.detail);
     }
     paint();
@@ -549,10 +589,16 @@ async function saleView(id) {
       sale.verified_only ? el("p", { class: "muted", id: "verified-only" },
         me && me.verified ? t("shop.sale.verified_yes") : t("shop.sale.verified_no")) : null,
       room ? room.box : null,
+      purseLine,
       buy,
       result,
       when)));
   countBought();
+  readPurse();
+  if (sale.instant_checkout) { // a top-up in another tab shows on return
+    window.addEventListener("focus", readPurse);
+    v.keep(() => window.removeEventListener("focus", readPurse));
+  }
   v.keep(watchStock(id, (m) => {
     // Units came back (an order cancelled or refunded): perhaps this
     // shopper's, which frees part of the limit.
