@@ -32,7 +32,9 @@ type env struct {
 // does (without its second-long cache).
 type rules struct{ inv *inventory.Store }
 
-func (r rules) Rules(ctx context.Context, sale int64) (seckill.Stock, error) { return r.inv.Stock(ctx, sale) }
+func (r rules) Rules(ctx context.Context, sale int64) (seckill.Stock, error) {
+	return r.inv.Stock(ctx, sale)
+}
 
 const price = 500
 
