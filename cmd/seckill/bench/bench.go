@@ -93,6 +93,7 @@ var Cases = []Case{
 	{"room", "the waiting room: server CPU per buy with an admission pass vs without a room, and a crowd in the pre-queue let in at 500/s (rate, queue frames' gap, fairness)", roomCase},
 	{"capacity", "open-loop ramp against a seckill all child: the highest arrival rate with p99 < 50 ms and no error, with stock and sold out, this design vs one EVALSHA per request, CPU per order per process, and a chart", capacityCase},
 	{"money", "wallets: server CPU per pay vs per buy against a `seckill all` child, Redis CPU per funds decision, the whole system's CPU per paid order vs per order", moneyCase},
+	{"instant", "instant checkout: server and Redis CPU per instant-checkout buy vs a plain buy on one Redis and on a 3-master Cluster, the whole system's CPU per paid order vs buy-then-pay", instantCase},
 	{"scaleout", "one hot sale on a 3-master Redis Cluster: one shard vs 3 buckets, with and without WAIT 1", scaleoutCase},
 }
 

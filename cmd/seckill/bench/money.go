@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/funds"
+	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/sessions"
 )
@@ -80,10 +82,7 @@ func moneyCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			return base + "/api/orders/" + orders[i] + "/pay", tokens[i], nil
 		}, nil)
 		if err == nil { // the charges in the ledger, and the merchant's share followed in Redis
-			err = wait.Until(ctx, 60*time.Second, 10*time.Millisecond, func() (bool, string, error) {
-				held, err := e.Funds.Balance(ctx, seckill.PlatformAccount)
-				return held == ok*moneyPrice, fmt.Sprintf("the sale's account holds %d of %d", held, ok*moneyPrice), err
-			})
+			err = waitBalance(ctx, e.Funds, seckill.PlatformAccount, ok*moneyPrice)
 		}
 		return ok, err
 	})
@@ -149,6 +148,14 @@ func moneyCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	}, nil
 }
 
+// waitBalance waits until account a holds want cents in Redis.
+func waitBalance(ctx context.Context, wallets *funds.Store, a seckill.FundsAccount, want int64) error {
+	return wait.Until(ctx, 60*time.Second, 10*time.Millisecond, func() (bool, string, error) {
+		held, err := wallets.Balance(ctx, a)
+		return held == want, fmt.Sprintf("%s holds %d of %d", a, held, want), err
+	})
+}
+
 // phase is one timed step of the money case: its successes and the CPU
 // each process spent on it.
 type phase struct {
@@ -167,10 +174,15 @@ func (p phase) all() time.Duration {
 
 // measure runs step and what the child and the services spent on it.
 func measure(ctx context.Context, e *Env, child *Child, step func() (int64, error)) phase {
+	return measureOn(ctx, e.Redis, child, step)
+}
+
+// measureOn is measure with Redis's CPU read from c's masters.
+func measureOn(ctx context.Context, c rdb.Client, child *Child, step func() (int64, error)) phase {
 	cpu0, svc0, start := child.CPU(), serviceCPU(), time.Now()
-	r0, _ := redisCPU(ctx, e.Redis)
+	r0, _ := redisCPU(ctx, c)
 	ok, err := step()
-	r1, _ := redisCPU(ctx, e.Redis)
+	r1, _ := redisCPU(ctx, c)
 	p := phase{ok: ok, took: time.Since(start), server: child.CPU() - cpu0, redis: time.Duration(r1-r0) * time.Microsecond,
 		services: map[string]time.Duration{}, err: err}
 	for name, t := range serviceCPU() {

@@ -141,6 +141,12 @@ func outsideCase(ctx context.Context, e *Env, o Options) (Table, error) {
 // ledgerLag waits until the ledger holds want orders of the sale (the
 // admin stats' orders_persisted) and returns how long that took.
 func ledgerLag(ctx context.Context, base, adminToken string, sale, want int64) (time.Duration, error) {
+	return statReaches(ctx, base, adminToken, sale, "orders_persisted", want)
+}
+
+// statReaches waits until a sale's stats (GET …/stats) show field at
+// want or more, and returns how long that took.
+func statReaches(ctx context.Context, base, adminToken string, sale int64, field string, want int64) (time.Duration, error) {
 	start := time.Now()
 	err := wait.Until(ctx, 60*time.Second, 10*time.Millisecond, func() (bool, string, error) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/admin/api/sales/%d/stats", base, sale), nil)
@@ -150,13 +156,12 @@ func ledgerLag(ctx context.Context, base, adminToken string, sale, want int64) (
 			return false, "", err
 		}
 		defer res.Body.Close()
-		var st struct {
-			Persisted int64 `json:"orders_persisted"`
-		}
+		var st map[string]any
 		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || res.StatusCode != http.StatusOK {
 			return false, "", fmt.Errorf("sale stats: %s %v", res.Status, err)
 		}
-		return st.Persisted >= want, fmt.Sprintf("%d of %d orders in the ledger", st.Persisted, want), nil
+		got, _ := st[field].(float64)
+		return int64(got) >= want, fmt.Sprintf("%s %d of %d", field, int64(got), want), nil
 	})
 	return time.Since(start), err
 }
