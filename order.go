@@ -137,19 +137,27 @@ func (e Event) Validate() error {
 }
 
 // Order turns a valid event (see Validate) into a pending order whose
-// payment window is window, persisted at now; an instant-checkout order
-// has none (it is set paid when its charge reaches the ledger).
+// payment window is window, persisted at now. An instant-checkout order
+// has none and comes paid: charged in its buy's own call (one Redis), or
+// its hold posted before it is written (a Cluster).
 func (e Event) Order(window time.Duration, now time.Time) Order {
 	at := e.Time()
 	amount, _ := Amount(e.Qty, e.PriceCents) // bounded by Validate
 	if e.Instant() {
 		window = 0 // paid in its buy: no window
 	}
-	return Order{
+	o := Order{
 		ID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID, RequestID: e.RequestID,
 		Qty: e.Qty, UnitPriceCents: e.PriceCents, AmountCents: amount,
 		Status: OrderPending, CreatedAt: at, ExpiresAt: at.Add(window), PersistedAt: now.UTC(), Pay: e.Pay,
 	}
+	if e.Instant() {
+		// Charged in the call that accepted it, or its hold posted before
+		// it is written (the order consumer): paid as it comes, its charge
+		// on its way through the funds pipeline.
+		o.Status, o.ChargeID, o.PaidAt = OrderPaid, ChargeID(e.OrderID), &at
+	}
+	return o
 }
 
 // Event is the order as the event that carried it (for rebuilding Redis

@@ -158,10 +158,12 @@ func (s *Store) SaleIDs(ctx context.Context, endedAfter time.Time) ([]int64, err
 const maxRowsPerInsert = 1000
 
 const insertOrdersHead = `INSERT INTO orders
-(id, sale_id, user_id, request_id, qty, unit_price_cents, amount_cents, status, created_at, expires_at, persisted_at) VALUES `
+(id, sale_id, user_id, request_id, qty, unit_price_cents, amount_cents, status, created_at, expires_at, persisted_at, paid_at, charge_id) VALUES `
 
 // InsertOrders writes orders with multi-row INSERTs; each is its sale's
-// stock movement of -qty (see Totals), so no movement row is written.
+// stock movement of -qty (see Totals), so no movement row is written. An
+// order comes pending, or paid with its charge's id (an instant
+// checkout's, charged in its buy).
 // Orders already present are left as they are, so a redelivered event is
 // a no-op. The batch is written in one transaction (ctx's, if it has one).
 func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
@@ -170,8 +172,12 @@ func (s *Store) InsertOrders(ctx context.Context, os []seckill.Order) error {
 
 func (s *Store) insertOrders(ctx context.Context, os []seckill.Order) error {
 	return insertRows(ctx, s, "orders", insertOrdersHead, os, func(o seckill.Order) []any {
+		var paid any
+		if o.PaidAt != nil {
+			paid = o.PaidAt.UTC()
+		}
 		return []any{o.ID, o.SaleID, o.UserID, o.RequestID, o.Qty, o.UnitPriceCents, o.AmountCents,
-			o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC()}
+			o.Status, o.CreatedAt.UTC(), o.ExpiresAt.UTC(), o.PersistedAt.UTC(), paid, orNull(o.ChargeID)}
 	}, s.payCharged)
 }
 

@@ -137,6 +137,11 @@ func (oc *OrderConsumer) process(ctx context.Context, batch []bus.Delivery) erro
 		ctx, span = tracing.StartFrom(ctx, "worker commit", trace.SpanKindConsumer, traces, attribute.Int("seckill.orders", len(os)))
 		defer span.End()
 	}
+	// An instant checkout's held orders are posted first: each comes to
+	// the ledger paid, its charge already on its way.
+	if err := oc.postHolds(ctx, os); err != nil {
+		return err
+	}
 	start := time.Now()
 	err := oc.write(ctx, os)
 	if orders.Refused(err) {
@@ -150,9 +155,6 @@ func (oc *OrderConsumer) process(ctx context.Context, batch []bus.Delivery) erro
 	oc.metrics.commit.Observe(time.Since(start).Seconds())
 	oc.metrics.batchSize.Observe(float64(len(os)))
 	oc.persisted(os)
-	if err := oc.postHolds(ctx, os); err != nil {
-		return err
-	}
 	if err := oc.scheduleTimeouts(ctx, os); err != nil {
 		return err
 	}
@@ -176,9 +178,6 @@ func (oc *OrderConsumer) processOneByOne(ctx context.Context, ds []bus.Delivery,
 		return err
 	}
 	oc.persisted(written)
-	if err := oc.postHolds(ctx, written); err != nil {
-		return err
-	}
 	if err := oc.scheduleTimeouts(ctx, written); err != nil {
 		return err
 	}
@@ -194,11 +193,12 @@ func (oc *OrderConsumer) write(ctx context.Context, os []seckill.Order) error {
 }
 
 // postHolds posts the wallet hold of each order accepted against one
-// (seckill.PayHeld): the checkout posts it as soon as the stock step
-// answers, this when that process died first. Posting again changes
-// nothing. A hold found voided cannot be: a void comes only after the
-// buy's request was decided otherwise; it is logged and left, for the
-// reconciler shows the order unpaid.
+// (seckill.PayHeld) before the orders are written (they come paid): the
+// checkout posts it as soon as the stock step answers, this when that
+// process died first. Posting again changes nothing. A hold found voided
+// cannot be: a void comes only after the buy's request was decided
+// otherwise; it is logged and left, for the reconciler shows the order
+// paid without its charge.
 func (oc *OrderConsumer) postHolds(ctx context.Context, os []seckill.Order) error {
 	for _, o := range os {
 		if o.Pay != seckill.PayHeld {
