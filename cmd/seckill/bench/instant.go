@@ -11,7 +11,6 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/internal/rdb"
-	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/system/servertest/topology"
 )
@@ -113,20 +112,9 @@ func instantRun(ctx context.Context, cfg configs.Config, env []string, redisOf r
 	if err != nil {
 		return r, err
 	}
-	tokens := make([]string, n)
-	now := time.Now()
-	err = each(ctx, n, 16, func(i int) error {
-		user := fmt.Sprintf("instant-%d-%06d", run, i)
-		tok, _, err := sessions.MintToken([]byte(cfg.Sessions.JWTSecret), user, user, time.Hour, now)
-		if err != nil {
-			return err
-		}
-		tokens[i] = tok
-		_, _, err = wallets.Move(ctx, seckill.TopupMovement(fmt.Sprintf("bench-instant-%d-%d", run, i), user, 10*instantPrice, now))
-		return err
-	})
+	tokens, err := fundShoppers(ctx, cfg, wallets, n, fmt.Sprintf("instant-%d", run), 10*instantPrice)
 	if err != nil {
-		return r, fmt.Errorf("fund the wallets: %w", err)
+		return r, err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients}}
 	buys := func(sale int64, orders []string) (int64, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/funds"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/internal/wait"
@@ -41,20 +42,9 @@ func moneyCase(ctx context.Context, e *Env, o Options) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	tokens := make([]string, n)
-	now := time.Now()
-	err = each(ctx, n, 16, func(i int) error {
-		user := fmt.Sprintf("money-%06d", i)
-		tok, _, err := sessions.MintToken([]byte(cfg.Sessions.JWTSecret), user, user, time.Hour, now)
-		if err != nil {
-			return err
-		}
-		tokens[i] = tok
-		_, _, err = e.Funds.Move(ctx, seckill.TopupMovement(fmt.Sprint("bench-", i), user, 10*moneyPrice, now))
-		return err
-	})
+	tokens, err := fundShoppers(ctx, cfg, e.Funds, n, "money", 10*moneyPrice)
 	if err != nil {
-		return Table{}, fmt.Errorf("fund the wallets: %w", err)
+		return Table{}, err
 	}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Clients}}
@@ -146,6 +136,28 @@ func moneyCase(ctx context.Context, e *Env, o Options) (Table, error) {
 			"a funds decision alone: a charge of one cent from each wallet through funds.Store.Move (one EVALSHA of funds.lua that checks, moves, records the id and appends to the outbox), Redis's CPU over the decisions",
 		},
 	}, nil
+}
+
+// fundShoppers mints n shoppers named after prefix, a bearer token each,
+// and tops their wallets up by cents each (in Redis; the funds pipeline
+// carries it to the ledger).
+func fundShoppers(ctx context.Context, cfg configs.Config, wallets *funds.Store, n int, prefix string, cents int64) ([]string, error) {
+	tokens := make([]string, n)
+	now := time.Now()
+	err := each(ctx, n, 16, func(i int) error {
+		user := fmt.Sprintf("%s-%06d", prefix, i)
+		tok, _, err := sessions.MintToken([]byte(cfg.Sessions.JWTSecret), user, user, time.Hour, now)
+		if err != nil {
+			return err
+		}
+		tokens[i] = tok
+		_, _, err = wallets.Move(ctx, seckill.TopupMovement(fmt.Sprintf("bench-%s-%d", prefix, i), user, cents, now))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fund the wallets: %w", err)
+	}
+	return tokens, nil
 }
 
 // waitBalance waits until account a holds want cents in Redis.
