@@ -196,9 +196,9 @@ func (c *Checkout) shortAnswers(ctx context.Context, sale int64, buys []seckill.
 // settle posts buy b's hold if its order was accepted, voids it if its
 // request was refused for good (the refusal is stored: no attempt at it
 // can be accepted any more), and otherwise leaves it: a refusal for the
-// moment (not started, paused, the hold's deadline) is not stored, and
-// another attempt at the same request, sharing the hold, may be on its
-// way to be accepted; the sweep settles it after its deadline. A failure
+// moment (not started, paused, a price changed since the hold) is not
+// stored, and another attempt at the same request, sharing the hold, may
+// be on its way to be accepted; the sweep settles it after its deadline. A failure
 // leaves the hold to the order consumer (posting) or the sweep.
 func (c *Checkout) settle(ctx context.Context, sale int64, b seckill.Buy, a seckill.Answer) {
 	wallet, id := seckill.WalletOf(b.UserID), seckill.HoldID(sale, b.UserID, b.RequestID)

@@ -314,7 +314,10 @@ func (s *Store) Follow(ctx context.Context, ms ...seckill.Movement) error {
 	eg.SetLimit(followCalls)
 	for _, c := range calls {
 		eg.Go(func() error {
-			if err := followScript.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
+			// Through the durability fence, as every decision: the consumer
+			// acknowledges its movements once followed, so a follow a
+			// failover took back would never be applied again.
+			if _, err := s.cfg.Replicas.Run(ctx, s.rdb, followScript, c.keys, c.args...); err != nil {
 				return failed(fmt.Sprintf("follow %d shares", len(c.keys)-1), err)
 			}
 			return nil

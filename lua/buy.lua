@@ -52,7 +52,7 @@
 --   bucket_empty        in soft mode, not enough stock in this bucket (not remembered)
 --   limit_exceeded      the user would go over the per-user limit (remembered)
 --   insufficient_funds  (charge) the wallet holds less than price × qty (not remembered)
---   hold_expired        (hold) the hold's deadline passed (not remembered)
+--   hold_expired        (hold) the hold's deadline passed (remembered)
 --   unavailable         (hold) the hold is not for price × qty (the price
 --                       changed since), or the sale's instant checkout and
 --                       the call's pay disagree (not remembered)
@@ -219,7 +219,9 @@ for i = 0, n - 1 do
     elseif available < qty then
       code = 'sold_out'
     elseif pay == 'hold' and now > tonumber(ARGV[b + 5]) then
-      code, keep = 'hold_expired', false
+      -- Kept: every attempt at the request shares its hold and its
+      -- deadline, so none can be accepted any more.
+      code = 'hold_expired'
     elseif pay == 'hold' and tonumber(ARGV[b + 4]) ~= priceN * qty then
       code, keep = 'unavailable', false
     elseif pay == 'charge' and (not merchant or not charge(i, oid, user, priceN * qty)) then
