@@ -227,6 +227,15 @@ func (s *Store) Cluster() bool {
 	return ok
 }
 
+// paidAs is how an instant-checkout sale's orders are paid here (their
+// Event.Pay): as pay decides their buys.
+func (s *Store) paidAs() string {
+	if s.Cluster() || s.cfg.Wallets == nil {
+		return seckill.PayHeld
+	}
+	return seckill.PayCharged
+}
+
 // charged gives the accepted answers of an instant-checkout sale the id
 // of the charge that paid their orders.
 func charged(as []seckill.Answer) {
@@ -590,7 +599,8 @@ func (s *Store) Bought(ctx context.Context, sale int64, user string) (int64, err
 // Charging looks up an order of user accepted by buy.lua, as its event,
 // with what paying it needs besides: whose sale it is (merchant -1 in
 // keys warmed before Redis kept it); one round trip to user's part of the
-// sale. ok is false when Redis holds no such order of that user.
+// sale. ok is false when Redis holds no such order of that user. An
+// instant-checkout sale's order comes with its Pay set: paid in its buy.
 func (s *Store) Charging(ctx context.Context, sale int64, orderID, user string) (e seckill.Event, merchant int64, ok bool, err error) {
 	parts, err := s.Parts(ctx, sale)
 	if errors.Is(err, seckill.ErrSaleNotFound) {
@@ -604,7 +614,7 @@ func (s *Store) Charging(ctx context.Context, sale int64, orderID, user string) 
 	var owner *redis.SliceCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		order = p.HGet(ctx, k.Orders(), orderID)
-		owner = p.HMGet(ctx, k.Stock(), "merchant")
+		owner = p.HMGet(ctx, k.Stock(), "merchant", "instant")
 		return nil
 	})
 	if errors.Is(err, redis.Nil) {
@@ -616,6 +626,9 @@ func (s *Store) Charging(ctx context.Context, sale int64, orderID, user string) 
 	e, err = decodeOrder(sale, orderID, order.Val())
 	if err != nil || e.UserID != user {
 		return e, 0, false, err
+	}
+	if toInt(owner.Val()[1]) == 1 {
+		e.Pay = s.paidAs() // paid in its buy: nothing left to charge
 	}
 	return e, merchantOf(owner.Val()[0]), true, nil
 }
@@ -712,6 +725,12 @@ func (s *Store) Snapshot(ctx context.Context, sale int64) (Snapshot, error) {
 	}
 	if len(stocks) > 0 {
 		snap.Present, snap.Stock = true, addUp(stocks)
+	}
+	if snap.Stock.Instant {
+		for id, e := range snap.Accepted {
+			e.Pay = s.paidAs() // paid in its buy
+			snap.Accepted[id] = e
+		}
 	}
 	for id, n := range moves {
 		if !arrived[id] {

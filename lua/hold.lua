@@ -1,7 +1,7 @@
 -- hold.lua moves an instant checkout's hold on a buyer's wallet, the
 -- wallet's side of a buy whose stock lives on another Cluster slot (a
 -- two-phase transfer: hold, then post or void; docs/architecture.md,
--- "Instant checkout across slots"). A hold belongs to one buy request
+-- "Instant checkout: stock and money in one decision"). A hold belongs to one buy request
 -- (every attempt at it shares it, and the order id its first attempt
 -- chose); its record's states are:
 --   (none)                                  nothing held
@@ -86,6 +86,17 @@ if mode == 'post' then
     return answer('order_cancelled', 0)
   end
   local order = string.match(event, '|([^|]*)|||[^|]*$')
+  local charge = redis.call('GET', KEYS[4])
+  if charge and string.sub(charge, 1, 3) == 'ok|' then
+    -- The order's charge was made another way (a payment of the order
+    -- asked for before the hold was posted): the hold goes back, so the
+    -- buyer pays once.
+    redis.call('HINCRBY', KEYS[1], wallet, tonumber(amount))
+    redis.call('HINCRBY', KEYS[2], wallet, -tonumber(amount))
+    redis.call('SET', KEYS[3], 'posted|' .. order, 'EX', ARGV[4])
+    redis.call('ZREM', KEYS[6], ARGV[3])
+    return answer('ok', 1, order)
+  end
   redis.call('HINCRBY', KEYS[2], wallet, -tonumber(amount))
   redis.call('SET', KEYS[4], 'ok|' .. sum .. '|' .. balance() .. '|' .. event, 'EX', ARGV[4])
   redis.call('SET', KEYS[3], 'posted|' .. order, 'EX', ARGV[4])

@@ -109,8 +109,8 @@ func (s *Service) Pay(ctx context.Context, id, user string) (seckill.Order, erro
 		return o, err
 	}
 	// Maybe accepted but not persisted yet: wait for the worker.
-	if _, err := s.unpersisted(ctx, id, user); err != nil {
-		return o, err
+	if u, err := s.unpersisted(ctx, id, user); err != nil || u.Status == seckill.OrderPaid {
+		return u, err // an instant checkout's is paid in its buy
 	}
 	if err := s.awaitPersisted(ctx, id); err != nil {
 		return o, err
@@ -179,7 +179,8 @@ func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, erro
 // trip, then its charge. done is false when that cannot decide: the keys
 // are gone or older than the merchant field, the order is free or its
 // window closed, or its charge was made before (a retry: the ledger says
-// whether the order was refunded since). A cancelled order's charge finds
+// whether the order was refunded since), or it is an instant checkout's
+// (paid in its buy, never charged here: the ledger writes it paid). A cancelled order's charge finds
 // the timeout's barrier (funds.Store.Close), so Redis refuses it.
 func (s *Service) payNew(ctx context.Context, id, user string) (o seckill.Order, done bool, err error) {
 	sale := seckill.SaleOfOrder(id)
@@ -187,7 +188,7 @@ func (s *Service) payNew(ctx context.Context, id, user string) (o seckill.Order,
 		return o, false, nil
 	}
 	e, merchant, ok, err := s.stock.Charging(ctx, sale, id, user)
-	if err != nil || !ok || merchant < 0 || e.PriceCents <= 0 {
+	if err != nil || !ok || merchant < 0 || e.PriceCents <= 0 || e.Instant() {
 		return o, err != nil, err
 	}
 	now := s.now()

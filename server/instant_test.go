@@ -21,7 +21,7 @@ import (
 // its charge, a retry answers the same order, 402 only for a wallet short
 // of price × qty, and units sold = charges made. Once the pipeline
 // drains, every accepted order is paid in the ledger with exactly one
-// charge, no charge exists without its order, no wallet is below 0,
+// charge (paying it again at once charges nothing), its fee 2.5%, no charge exists without its order, no wallet is below 0,
 // every wallet holds its funding less its charges, Redis equals the
 // ledger to the cent and every account adds up to 0. On a Redis Cluster
 // (SECKILL_TEST_REDIS=cluster) the same buys go through the two-phase
@@ -30,7 +30,14 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 	st := newStack(t, "SECKILL_PLATFORM_FEE_BPS=250")
 	broker := st.StartPipeline(t)
 	const buyers, units, price, limit = 3000, 1000, 1_000, 2
-	sale := servertest.MustSale(t, st.srv, servertest.SaleSpec{Total: units, Limit: limit, PriceCents: price, Instant: true})
+	_, merchant := merchantLogin(t, st, "instant@shop.example") // its charges pay the platform a fee
+	r := call(t, st.h, "POST", "/admin/api/sales", map[string]any{"name": "Instant", "item": "Thing", "price_cents": price,
+		"total": units, "per_user_limit": limit, "instant_checkout": true,
+		"starts_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour)}, merchant)
+	if r.Status != 201 {
+		t.Fatal(r)
+	}
+	sale := struct{ ID int64 }{num(r.Body, "id")}
 
 	type buyer struct {
 		id      string
@@ -69,6 +76,7 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 
 	var sold int64
 	charged := map[string]int64{} // order → amount charged, by the answers
+	owner := map[string]string{}  // order → its buyer
 	for _, b := range bs {
 		a, r := b.answers[0], b.answers[1]
 		if r.Status == 200 {
@@ -94,7 +102,7 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 				t.Errorf("%s: accepted a buy of %d cents with %d in the wallet", b.id, b.qty*price, b.funded)
 			}
 			sold += b.qty
-			charged[o] = b.qty * price
+			charged[o], owner[o] = b.qty*price, b.id
 		case a.Status == 402 && a.code() == "insufficient_funds":
 			if b.funded >= b.qty*price {
 				t.Errorf("%s: refused for funds holding %d for %d", b.id, b.funded, b.qty*price)
@@ -107,6 +115,21 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 	if sold > units || sold < units-limit {
 		t.Errorf("%d units sold of %d: the rush should sell them all, and never more", sold, units)
 	}
+
+	// Paying an order born paid, at once (before its hold is posted or
+	// it reaches the ledger, often), charges nothing more and answers it
+	// paid with its charge.
+	for o := range charged {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := call(t, st.h, "POST", "/api/orders/"+o+"/pay", nil, bearer(servertest.Token(t, owner[o])))
+			if r.Status != 200 || r.Body["status"] != "paid" || r.Body["charge_id"] != seckill.ChargeID(o) {
+				t.Errorf("paying instant order %s: %v", o, r)
+			}
+		})
+	}
+	wg.Wait()
 
 	ctx := context.Background()
 	sys := system.New(st.Config, system.Conns{Redis: st.Redis, DB: st.DB, Bus: broker}, nil)
@@ -126,7 +149,7 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 	if err != nil || len(anomalies) > 0 {
 		t.Errorf("orders whose charges disagree with their status: %+v %v", anomalies, err)
 	}
-	var charges int64
+	var charges, fees int64
 	for _, b := range bs {
 		spent := int64(0)
 		if b.answers[0].Status == 200 {
@@ -136,11 +159,17 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, tr := range ts {
-				if tr.Kind == seckill.TransferCharge {
+				switch tr.Kind {
+				case seckill.TransferCharge:
 					charges++
 					spent += tr.Amount
 					if tr.Amount != charged[o] {
 						t.Errorf("order %s charged %d, want %d", o, tr.Amount, charged[o])
+					}
+				case seckill.TransferFee:
+					fees++
+					if want := seckill.Fee(charged[o], 250); tr.Amount != want {
+						t.Errorf("order %s: fee %d, want %d", o, tr.Amount, want)
 					}
 				}
 			}
@@ -149,8 +178,8 @@ func TestInstantCheckoutInvariants(t *testing.T) {
 			t.Errorf("%s holds %d: funded %d, charged %d", b.id, got, b.funded, spent)
 		}
 	}
-	if charges != int64(len(charged)) {
-		t.Errorf("%d charges in the ledger for %d accepted orders", charges, len(charged))
+	if charges != int64(len(charged)) || fees != charges {
+		t.Errorf("%d charges and %d fees in the ledger for %d accepted orders", charges, fees, len(charged))
 	}
 	var all int64 // charges of this sale's orders, whatever their order
 	if err := st.DB.GetContext(ctx, &all, `SELECT COUNT(*) FROM transfers WHERE kind = 'charge' AND order_id LIKE ?`,

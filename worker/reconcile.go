@@ -349,7 +349,8 @@ const maxDeadLetters = 100_000
 // Redrive writes orders accepted in Redis but missing from the ledger into
 // it (idempotently: an order that arrives meanwhile is kept once) and
 // schedules their payment timeouts, so that what a lost message or a
-// dead-lettered one would have written is written. It returns how many
+// dead-lettered one would have written is written (an instant checkout's
+// orders paid, with no timeout). It returns how many
 // orders it wrote.
 func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing) (int, error) {
 	if len(missing) == 0 {
@@ -361,6 +362,7 @@ func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing
 	}
 	now := rc.now()
 	os := make([]seckill.Order, 0, len(missing))
+	var pending []seckill.Order // those with a payment window
 	var latest time.Time
 	for _, m := range missing {
 		ev := m.Order
@@ -372,17 +374,20 @@ func (rc *Reconciler) Redrive(ctx context.Context, sale int64, missing []Missing
 		}
 		o := ev.Order(rc.cfg.Window, now)
 		os = append(os, o)
-		if o.ExpiresAt.After(latest) {
-			latest = o.ExpiresAt
+		if o.Pay == "" { // an instant checkout's is paid: no timeout
+			pending = append(pending, o)
+			if o.ExpiresAt.After(latest) {
+				latest = o.ExpiresAt
+			}
 		}
 	}
 	if err := rc.ledger.InsertOrders(ctx, os); err != nil {
 		return 0, err
 	}
-	if rc.cfg.Bus != nil {
+	if rc.cfg.Bus != nil && len(pending) > 0 {
 		// One message for all of them, when the last window ends: none is
 		// cancelled early, and RabbitMQ needs no delay queue per order.
-		if err := ScheduleTimeouts(ctx, rc.cfg.Bus, os, latest.Sub(now)); err != nil {
+		if err := ScheduleTimeouts(ctx, rc.cfg.Bus, pending, latest.Sub(now)); err != nil {
 			return len(os), err
 		}
 	}
