@@ -15,7 +15,7 @@
 // settles holds past their deadline: it asks the sale how the request was
 // decided, storing a refusal in its place if it never was (so the stock
 // step can no longer accept it), then posts or voids. docs/architecture.md
-// ("Instant checkout across slots") draws the states.
+// ("Instant checkout: stock and money in one decision") draws the states.
 package checkout
 
 import (
@@ -93,8 +93,8 @@ func New(next Reserver, wallets Wallets, stock Stock, rules Rules, cfg Config) *
 	return &Checkout{next: next, wallets: wallets, stock: stock, rules: rules, cfg: cfg, now: time.Now}
 }
 
-// Reserve decides buys of sale: a sale without instant checkout, or one
-// known sold out, goes straight on; otherwise each buy's request is held
+// Reserve decides buys of sale: a sale without instant checkout, one
+// known sold out, or one not open now goes straight on; otherwise each buy's request is held
 // first (a retry finds its request's hold, and the order id its first
 // attempt chose).
 func (c *Checkout) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
@@ -109,6 +109,13 @@ func (c *Checkout) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) 
 		return seckill.Decision{}, fmt.Errorf("checkout: sale %d: %w: its keys predate its merchant", sale, seckill.ErrUnavailable)
 	}
 	now := c.now()
+	switch rules.PhaseAt(now) {
+	case seckill.PhaseScheduled, seckill.PhasePaused, seckill.PhaseEnded:
+		// Refused by the window, which holds no money (a hold would wait
+		// for the sweep); if the rules are a moment behind, buy.lua answers
+		// a request without a hold unavailable, and the retry holds.
+		return c.next.Reserve(ctx, sale, buys)
+	}
 	held := make([]seckill.Buy, 0, len(buys))
 	answers := make([]seckill.Answer, len(buys))
 	short := map[int]bool{} // buys whose wallet was short

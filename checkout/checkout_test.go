@@ -349,9 +349,8 @@ func TestAttemptsShareOneHold(t *testing.T) {
 	}
 }
 
-// A refusal for the moment (the sale paused) leaves the hold: another
-// attempt sharing it may still be accepted. The sweep gives it back.
-func TestPausedLeavesTheHoldToTheSweep(t *testing.T) {
+// A buy refused by the sale's window (paused here) holds no money at all.
+func TestPausedHoldsNothing(t *testing.T) {
 	e := newEnv(t, 5, 1)
 	e.fund(t, "u1", price)
 	if _, err := e.inv.SetStatus(context.Background(), e.sale, seckill.ActionPause); err != nil {
@@ -360,8 +359,105 @@ func TestPausedLeavesTheHoldToTheSweep(t *testing.T) {
 	if a := e.buy(t, "u1", "req-paused", 1); a.Code != seckill.CodePaused {
 		t.Fatalf("buy: %+v", a)
 	}
+	if b, h := e.money(t, "u1"); b != price || h != 0 {
+		t.Errorf("wallet %d, held %d after a refusal by the window; want %d and 0", b, h, price)
+	}
+}
+
+// stale are a sale's settings as read before a change: the rules' cache.
+type stale struct{ st seckill.Stock }
+
+func (s stale) Rules(context.Context, int64) (seckill.Stock, error) { return s.st, nil }
+
+// A refusal for the moment that the checkout did not foresee (its rules a
+// moment behind the pause) leaves the hold: another attempt sharing it
+// may still be accepted. The sweep gives it back.
+func TestPassingRefusalLeavesTheHoldToTheSweep(t *testing.T) {
+	e := newEnv(t, 5, 1)
+	e.fund(t, "u1", price)
+	before, err := e.inv.Stock(context.Background(), e.sale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.inv.SetStatus(context.Background(), e.sale, seckill.ActionPause); err != nil {
+		t.Fatal(err)
+	}
+	chk := checkout.New(e.inv, e.fw, e.inv, stale{before}, checkout.Config{HoldFor: time.Minute, FeeBps: 300})
+	d, err := chk.Reserve(context.Background(), e.sale, []seckill.Buy{{UserID: "u1", Qty: 1, RequestID: "req-paused"}})
+	if err != nil || d.Answers[0].Code != seckill.CodePaused {
+		t.Fatalf("buy: %+v %v", d.Answers, err)
+	}
 	if _, h := e.money(t, "u1"); h != price {
 		t.Errorf("held %d after a passing refusal, want %d", h, price)
+	}
+	e.later()
+	if n, err := e.sweep.Sweep(context.Background()); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if b, h := e.money(t, "u1"); b != price || h != 0 {
+		t.Errorf("after the sweep: wallet %d, held %d", b, h)
+	}
+}
+
+// A stock step without a hold (the checkout expected a refusal needing no
+// wallet, and the stock had more) is never accepted and not kept: the
+// retry, with its hold, buys.
+func TestStockStepWithoutHold(t *testing.T) {
+	e := newEnv(t, 5, 1)
+	e.fund(t, "u1", price)
+	d, err := e.inv.Reserve(context.Background(), e.sale, []seckill.Buy{{UserID: "u1", Qty: 1, RequestID: "req-bare"}})
+	if err != nil || d.Answers[0].Code != seckill.CodeUnavailable || e.sold(t) != 0 {
+		t.Fatalf("a stock step without its hold: %+v %v, %d sold", d.Answers, err, e.sold(t))
+	}
+	if a := e.buy(t, "u1", "req-bare", 1); a.Code != seckill.CodeOK {
+		t.Errorf("retry with its hold: %+v", a)
+	}
+	if b, h := e.money(t, "u1"); b != 0 || h != 0 || e.sold(t) != 1 {
+		t.Errorf("wallet %d, held %d, sold %d", b, h, e.sold(t))
+	}
+}
+
+// An order paid by POST /api/orders/{id}/pay before its hold was posted
+// (the order's charge made by funds.lua, as a payment makes it): posting
+// the hold then gives it back, so the buyer pays once.
+func TestPostAfterAPaymentChargesOnce(t *testing.T) {
+	e := newEnv(t, 5, 1)
+	e.fund(t, "u1", 3*price)
+	order, deadline := seckill.NewOrderID(e.sale), time.Now().Add(time.Minute)
+	e.hold(t, "u1", "req-paid", order, deadline)
+	if a := e.stockStep(t, "u1", "req-paid", order, deadline); a.Code != seckill.CodeOK {
+		t.Fatalf("stock step: %+v", a)
+	}
+	m, _ := seckill.ChargeMovement(seckill.Order{ID: order, UserID: "u1", AmountCents: price}, 7, 300, time.Now())
+	if _, made, err := e.fw.Move(context.Background(), m); err != nil || !made {
+		t.Fatalf("the payment's charge: %v %v", made, err)
+	}
+	if _, err := e.fw.Post(context.Background(), seckill.WalletOf("u1"), seckill.HoldID(e.sale, "u1", "req-paid"), seckill.ChargeID(order)); err != nil {
+		t.Fatal(err)
+	}
+	if b, h := e.money(t, "u1"); b != 2*price || h != 0 || e.charges(t, "u1") != 1 {
+		t.Errorf("wallet %d, held %d, %d charges; want %d, 0, 1", b, h, e.charges(t, "u1"), 2*price)
+	}
+}
+
+// A hold whose sale Redis no longer holds waits Orphaned past its
+// deadline (an order accepted before the keys went may be on its way to
+// the order consumer, which posts it), then it is voided.
+func TestOrphanedHoldWaits(t *testing.T) {
+	e := newEnv(t, 5, 1)
+	e.fund(t, "u1", price)
+	gone := nextSale.Add(1) // never warmed
+	deadline := time.Now()
+	m, _ := seckill.ChargeMovement(seckill.Order{ID: seckill.NewOrderID(gone), UserID: "u1", AmountCents: price}, 7, 300, time.Now())
+	if _, _, err := e.fw.Hold(context.Background(), seckill.HoldID(gone, "u1", "req-gone"), m, deadline, "req-gone"); err != nil {
+		t.Fatal(err)
+	}
+	e.sweep.SetClock(func() time.Time { return deadline.Add(e.sweep.Orphaned / 2) })
+	if n, err := e.sweep.Sweep(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a sweep before the hold is orphaned settled %d (%v)", n, err)
+	}
+	if _, h := e.money(t, "u1"); h != price {
+		t.Errorf("held %d before the hold is orphaned, want %d", h, price)
 	}
 	e.later()
 	if n, err := e.sweep.Sweep(context.Background()); err != nil || n != 1 {

@@ -36,6 +36,11 @@ type Sweeper struct {
 	// process (the deadline is that process's clock; the stock step reads
 	// its Redis master's).
 	Margin time.Duration
+	// Orphaned is how long past its deadline a hold whose sale Redis no
+	// longer holds is kept before it is voided: no request can be barred
+	// then, and an order accepted before the keys went may still be on
+	// its way to the order consumer, which posts its hold.
+	Orphaned time.Duration
 	// OnSettled, if set, counts the holds settled ("posted", "voided").
 	OnSettled func(outcome string)
 	now       func() time.Time
@@ -43,54 +48,78 @@ type Sweeper struct {
 
 // NewSweeper returns a Sweeper of holds, asking stock.
 func NewSweeper(holds Holds, stock Settler) *Sweeper {
-	return &Sweeper{holds: holds, stock: stock, Margin: 2 * time.Second, now: time.Now}
+	return &Sweeper{holds: holds, stock: stock, Margin: 2 * time.Second, Orphaned: time.Minute, now: time.Now}
 }
 
 // sweepBatch bounds the holds one sweep reads per group.
 const sweepBatch = 500
 
-// Sweep settles every hold due now; it returns how many it settled.
+// Sweep settles every hold due now; it returns how many it settled. A
+// hold it cannot settle is left for the next sweep, and the others are
+// settled all the same; the error tells how many were left, and why the
+// first was.
 func (sw *Sweeper) Sweep(ctx context.Context) (int, error) {
-	n := 0
+	n, left := 0, 0
+	var first error
 	for {
 		due, err := sw.holds.DueHolds(ctx, sw.now().Add(-sw.Margin), sweepBatch)
-		if err != nil || len(due) == 0 {
+		if err != nil {
 			return n, err
 		}
+		settled := 0
 		for _, h := range due {
-			if err := sw.settle(ctx, h); err != nil {
-				return n, err
+			done, err := sw.settle(ctx, h)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return n + settled, err
+			case err != nil:
+				left++
+				if first == nil {
+					first = err
+				}
+			case done:
+				settled++
 			}
-			n++
+		}
+		n += settled
+		if settled == 0 { // none due, or only those left: until the next sweep
+			if first != nil {
+				return n, fmt.Errorf("checkout: %d due holds not settled, the first: %w", left, first)
+			}
+			return n, nil
 		}
 	}
 }
 
-// settle posts or voids one due hold.
-func (sw *Sweeper) settle(ctx context.Context, h funds.DueHold) error {
+// settle posts or voids one due hold; done is false when it leaves it
+// for later (its sale's keys gone, not for Orphaned yet).
+func (sw *Sweeper) settle(ctx context.Context, h funds.DueHold) (done bool, err error) {
 	order, wallet := h.Order(), h.Charge.Side
 	sale := seckill.SaleOfOrder(order)
 	a, ok, err := sw.stock.Settle(ctx, sale, wallet.User(), h.Request, 0)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if !ok && sw.now().Before(h.Deadline.Add(sw.Orphaned)) {
+		return false, nil
 	}
 	if ok && a.Code == seckill.CodeOK && a.OrderID == order {
 		_, err := sw.holds.Post(ctx, wallet, h.ID, h.Charge.ID)
 		if err != nil {
-			return fmt.Errorf("checkout: post hold %s: %w", h.ID, err)
+			return false, fmt.Errorf("checkout: post hold %s: %w", h.ID, err)
 		}
 		sw.settled("posted")
-		return nil
+		return true, nil
 	}
 	_, err = sw.holds.Void(ctx, wallet, h.ID)
 	if errors.Is(err, seckill.ErrOrderPaid) {
-		return nil // posted meanwhile (the order consumer)
+		return true, nil // posted meanwhile (the order consumer)
 	}
 	if err != nil {
-		return fmt.Errorf("checkout: void hold %s: %w", h.ID, err)
+		return false, fmt.Errorf("checkout: void hold %s: %w", h.ID, err)
 	}
 	sw.settled("voided")
-	return nil
+	return true, nil
 }
 
 func (sw *Sweeper) settled(outcome string) {

@@ -53,7 +53,8 @@
 --   limit_exceeded      the user would go over the per-user limit (remembered)
 --   insufficient_funds  (charge) the wallet holds less than price × qty (not remembered)
 --   hold_expired        (hold) the hold's deadline passed (remembered)
---   unavailable         (hold) the hold is not for price × qty (the price
+--   unavailable         (hold) the request came without a hold, or the
+--                       hold is not for price × qty (the price
 --                       changed since), or the sale's instant checkout and
 --                       the call's pay disagree (not remembered)
 --   not_started         the sale's window has not opened
@@ -218,6 +219,11 @@ for i = 0, n - 1 do
       code = 'limit_exceeded'
     elseif available < qty then
       code = 'sold_out'
+    elseif pay == 'hold' and ARGV[b + 5] == '0' then
+      -- No hold came with it (the checkout expected a refusal that needs
+      -- no wallet: sold out, over the cap, the window): never accepted,
+      -- not kept, so the retry brings a hold.
+      code, keep = 'unavailable', false
     elseif pay == 'hold' and now > tonumber(ARGV[b + 5]) then
       -- Kept: every attempt at the request shares its hold and its
       -- deadline, so none can be accepted any more.
