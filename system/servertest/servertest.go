@@ -152,15 +152,45 @@ func Redis(t testing.TB, cfg configs.Config) redis.UniversalClient {
 		t.Fatalf("servertest: %v.\nStart it with: %s\nor run scripts/services.sh, which starts every service the tests need.", err, startRedisCmd)
 	}
 	t.Cleanup(func() {
-		DeleteKeys(t, rdb, cfg.Redis.Prefix+":*")
-		rdb.Close()
+		bounded(t, "deleting the test's Redis keys", func() error {
+			defer rdb.Close()
+			return deleteKeys(rdb, cfg.Redis.Prefix+":*")
+		})
 	})
 	return rdb
 }
 
+// cleanupWait bounds how long a test's cleanup waits for a service: a
+// drop that waits for a lock, or a broker that stops answering, must not
+// hang the whole package until its -timeout (what is left behind has
+// names of its own, so no later test sees it).
+const cleanupWait = 30 * time.Second
+
+// bounded runs a cleanup step, waiting for it at most cleanupWait; past
+// that it is logged and left running (its error then goes unreported:
+// the test it would log to has ended).
+func bounded(t testing.TB, what string, step func() error) {
+	done := make(chan error, 1)
+	go func() { done <- step() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Logf("servertest: %s: %v", what, err)
+		}
+	case <-time.After(cleanupWait):
+		t.Logf("servertest: %s took longer than %s; left running", what, cleanupWait)
+	}
+}
+
 // DeleteKeys removes every key matching pattern, on every master.
 func DeleteKeys(t testing.TB, c rdb.Client, pattern string) {
-	err := rdb.EachMaster(context.Background(), c, func(ctx context.Context, c *redis.Client) error {
+	if err := deleteKeys(c, pattern); err != nil {
+		t.Logf("servertest: deleting %s: %v", pattern, err)
+	}
+}
+
+func deleteKeys(c rdb.Client, pattern string) error {
+	return rdb.EachMaster(context.Background(), c, func(ctx context.Context, c *redis.Client) error {
 		keys, err := scan(ctx, c, pattern)
 		if err != nil {
 			return err
@@ -170,9 +200,6 @@ func DeleteKeys(t testing.TB, c rdb.Client, pattern string) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Logf("servertest: deleting %s: %v", pattern, err)
-	}
 }
 
 // Keys lists every key matching pattern, on every master, sorted.
@@ -229,10 +256,11 @@ func MySQL(t testing.TB, cfg configs.Config) *sqlx.DB {
 	}
 	name := mustDBName(t, cfg.MySQL.DSN)
 	t.Cleanup(func() {
-		if _, err := db.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
-			t.Logf("servertest: drop database %s: %v", name, err)
-		}
-		db.Close()
+		bounded(t, "dropping database "+name, func() error {
+			defer db.Close()
+			_, err := db.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+			return err
+		})
 	})
 	return db
 }
@@ -262,10 +290,10 @@ func Broker(t testing.TB, cfg configs.Config) *rabbitmq.Bus {
 		t.Fatal(RabbitMQHint(cfg.AMQP.URL, err))
 	}
 	t.Cleanup(func() {
-		if err := b.DeleteAll(cfg.Orders.PaymentWindow); err != nil {
-			t.Logf("servertest: deleting queues: %v", err)
-		}
-		b.Close()
+		bounded(t, "deleting the test's queues", func() error {
+			defer b.Close()
+			return b.DeleteAll(cfg.Orders.PaymentWindow)
+		})
 	})
 	return b
 }
@@ -475,7 +503,7 @@ func SharedRedisCluster(t testing.TB) *topology.RedisCluster {
 
 // Main runs a package's tests and then stops the topologies they shared:
 // call it from TestMain. A run about to reach its -timeout prints the
-// stacks of the goroutines in test code and exits first (see
+// stacks of the goroutines running tests and exits first (see
 // dumpRunningTests).
 func Main(m interface{ Run() int }) int {
 	flag.Parse()
@@ -504,7 +532,9 @@ func dumpRunningTests(timeout time.Duration) {
 	buf = buf[:runtime.Stack(buf, true)]
 	var b strings.Builder
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "_test.go:") {
+		// A test's own goroutine runs under testing.tRunner even when it
+		// hangs in a cleanup of this package (no _test.go frame).
+		if strings.Contains(g, "_test.go:") || strings.Contains(g, "testing.tRunner(") && !strings.Contains(g, "testing.(*T).Run(") {
 			b.WriteString(g)
 			b.WriteString("\n\n")
 		}
