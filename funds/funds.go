@@ -58,7 +58,16 @@ type Store struct {
 	keys     rdb.Keys
 	cfg      Config
 	appended chan int
+	// persist, when set, keeps what a group's outbox holds before a
+	// movement of it is answered (SetPersist).
+	persist func(ctx context.Context, g int) error
 }
+
+// SetPersist has every movement made or found, and Durable, wait for fn
+// to keep what the group's outbox holds: the embedded system's
+// durability fence, in place of replicas (worker.WriteThrough). Set it
+// before the store is used.
+func (s *Store) SetPersist(fn func(ctx context.Context, g int) error) { s.persist = fn }
 
 // New returns a Store on c.
 func New(c rdb.Client, cfg Config) *Store {
@@ -269,6 +278,13 @@ func (s *Store) run(ctx context.Context, mode string, side seckill.FundsAccount,
 	}
 	switch code {
 	case seckill.CodeOK:
+		if s.persist != nil {
+			// Found as well as made: a first attempt's movement may have
+			// been made and not yet kept.
+			if err := s.persist(ctx, g); err != nil {
+				return 0, false, fmt.Errorf("funds: %s %s: %w: %w", mode, id, seckill.ErrUnavailable, err)
+			}
+		}
 		return balance, made, nil
 	case seckill.CodeInvalid:
 		return balance, false, seckill.Errorf(seckill.CodeInvalid, "This request id was used for another amount.")

@@ -81,6 +81,16 @@ func (s *Store) OutboxOldest(ctx context.Context, g int) (time.Time, bool, error
 	return at, ok, nil
 }
 
+// OutboxAfter returns up to n entries of a group's outbox appended after
+// the entry id (see rdb.Outbox.After).
+func (s *Store) OutboxAfter(ctx context.Context, g int, id string, n int) ([]Entry, error) {
+	es, err := s.outbox(g).After(ctx, id, n)
+	if err != nil {
+		return nil, failed(fmt.Sprintf("read the outbox of group %d", g), err)
+	}
+	return ofGroup(g, es), nil
+}
+
 // ReadOutbox reads up to n entries of a group's outbox for consumer (see
 // rdb.Outbox.Read).
 func (s *Store) ReadOutbox(ctx context.Context, g int, consumer string, what rdb.OutboxRead, n int, block time.Duration) ([]Entry, error) {
@@ -111,10 +121,16 @@ func (s *Store) AckOutbox(ctx context.Context, g int, ids []string) error {
 }
 
 // Durable returns once the replicas awaited have every write made to
-// group g so far (the relay asks before it publishes what it read).
+// group g so far, and what its outbox holds is kept (SetPersist): the
+// relay asks before it publishes what it read.
 func (s *Store) Durable(ctx context.Context, g int) error {
 	if err := s.cfg.Replicas.Fence(ctx, s.rdb, s.keys.Funds(g).Fence()); err != nil {
 		return failed(fmt.Sprintf("fence of group %d", g), err)
+	}
+	if s.persist != nil {
+		if err := s.persist(ctx, g); err != nil {
+			return fmt.Errorf("funds: keep the outbox of group %d: %w: %w", g, seckill.ErrUnavailable, err)
+		}
 	}
 	return nil
 }

@@ -74,6 +74,10 @@ type Store struct {
 	replicas rdb.Replicas
 	cfg      Config
 
+	// persist, when set, keeps what parts' outboxes hold before a buy
+	// on them is answered (SetPersist).
+	persist func(ctx context.Context, parts []Part, groups []int) error
+
 	mu      sync.Mutex
 	parts   map[int64][]Part // each sale's parts, fixed at its creation
 	instant map[int64]bool   // the sales with instant checkout, fixed at their creation
@@ -86,6 +90,61 @@ func New(c rdb.Client, cfg Config) *Store {
 		rdb: c, keys: rdb.NewKeys(cfg.Prefix), cfg: cfg, parts: map[int64][]Part{}, instant: map[int64]bool{}, seen: map[Part]int64{},
 		replicas: rdb.Replicas{N: cfg.WaitReplicas, Timeout: cfg.WaitTimeout, OnTimeout: cfg.OnWaitTimeout},
 	}
+}
+
+// SetPersist has fn keep what the sales' outboxes hold and, for an
+// instant checkout's charges, the outboxes of the wallet groups charged:
+// the embedded system's durability fence, in place of replicas
+// (worker.WriteThrough). Keeping waits for it before buys are answered,
+// Durable before the relay publishes. Set it before the store is used.
+func (s *Store) SetPersist(fn func(ctx context.Context, parts []Part, groups []int) error) {
+	s.persist = fn
+}
+
+// Keeping returns next, whose decisions are answered only once what they
+// appended is kept (SetPersist), or next itself when nothing keeps. Put
+// in front of the batcher, a batch's orders are written while the next
+// batch is decided, and the writes of many batches share a transaction.
+func (s *Store) Keeping(next Reserver) Reserver {
+	if s.persist == nil {
+		return next
+	}
+	return keeping{next: next, s: s}
+}
+
+type keeping struct {
+	next Reserver
+	s    *Store
+}
+
+// Reserve decides buys through next, then keeps every part of the sale
+// (a bucketed sale's buy may take a unit of another part than its user's)
+// and the wallet groups of the buyers of an instant checkout: found
+// answers too, for a first attempt's decision may have been made and not
+// kept.
+func (k keeping) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
+	d, err := k.next.Reserve(ctx, sale, buys)
+	if err != nil {
+		return d, err
+	}
+	parts, err := k.s.Parts(ctx, sale)
+	if errors.Is(err, seckill.ErrSaleNotFound) {
+		return d, nil
+	}
+	if err != nil {
+		return seckill.Decision{}, err
+	}
+	var groups []int
+	if k.s.pay(ctx, sale) == payCharge {
+		for _, b := range buys {
+			g, _ := k.s.cfg.Wallets.ChargeKeys(b.UserID, "")
+			groups = append(groups, g)
+		}
+	}
+	if err := k.s.persist(ctx, parts, groups); err != nil {
+		return seckill.Decision{}, fmt.Errorf("inventory: keep the buys of sale %d: %w: %w", sale, seckill.ErrUnavailable, err)
+	}
+	return d, nil
 }
 
 // partKeys names the keys of part p.
@@ -257,7 +316,8 @@ func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, 
 }
 
 // Durable returns once the replicas awaited (Config.WaitReplicas) have
-// every write made to part p's keys so far, or fails (seckill.ErrUnavailable).
+// every write made to part p's keys so far, and what its outbox holds is
+// kept (SetPersist), or fails (seckill.ErrUnavailable).
 // The relay calls it before it publishes what it read: an outbox entry of
 // a buy call whose WAIT timed out may vanish in a failover, and its
 // request be decided again, so it must not reach the ledger first.
@@ -265,6 +325,11 @@ func (s *Store) runBuy(ctx context.Context, keys []string, args []any) (string, 
 func (s *Store) Durable(ctx context.Context, p Part) error {
 	if err := s.replicas.Fence(ctx, s.rdb, s.keys.Part(p.Tag).Fence()); err != nil {
 		return failed("fence of part "+p.Tag, err)
+	}
+	if s.persist != nil {
+		if err := s.persist(ctx, []Part{p}, nil); err != nil {
+			return fmt.Errorf("inventory: keep the outbox of part %s: %w: %w", p.Tag, seckill.ErrUnavailable, err)
+		}
 	}
 	return nil
 }

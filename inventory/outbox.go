@@ -70,6 +70,16 @@ func (s *Store) OutboxOldest(ctx context.Context, p Part) (at time.Time, ok bool
 	return at, ok, nil
 }
 
+// OutboxAfter returns up to n entries of a part's outbox appended after
+// the entry id (see rdb.Outbox.After).
+func (s *Store) OutboxAfter(ctx context.Context, p Part, id string, n int) ([]OutboxEntry, error) {
+	es, err := s.outbox(p).After(ctx, id, n)
+	if err != nil {
+		return nil, failed("read the outbox of part "+p.Tag, err)
+	}
+	return ofPart(p, es), nil
+}
+
 // ReadOutbox reads up to n entries of a part's outbox for consumer (see
 // rdb.Outbox.Read).
 func (s *Store) ReadOutbox(ctx context.Context, p Part, consumer string, what rdb.OutboxRead, n int, block time.Duration) ([]OutboxEntry, error) {

@@ -71,14 +71,17 @@ func dialectOf(db *sqlx.DB) dialect {
 // OpenSQLite opens (creating it if needed) the SQLite ledger ledger.db in
 // dir: write-ahead logging (readers never wait for the writer), foreign
 // keys on, write transactions begun IMMEDIATE (so two never deadlock
-// upgrading a read lock), and a busy timeout for the writer's turn.
+// upgrading a read lock), a busy timeout for the writer's turn, and
+// synchronous FULL: a commit returns once the log is on the disk, so a
+// transaction committed survives a power loss, not only a crash of the
+// process (embedded mode answers a buy once its transaction committed).
 func OpenSQLite(ctx context.Context, dir string) (*sqlx.DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("orders: data directory: %w", err)
 	}
 	path := filepath.Join(dir, "ledger.db")
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(10000)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"journal_mode(WAL)", "foreign_keys(1)", "busy_timeout(10000)", "synchronous(FULL)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")

@@ -28,6 +28,12 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // ledgers never share one.
 type txKey struct{ db *sqlx.DB }
 
+// InTxNow reports whether ctx runs in a transaction of the store (InTx).
+func (s *Store) InTxNow(ctx context.Context) bool {
+	_, ok := ctx.Value(txKey{s.db}).(*sqlx.Tx)
+	return ok
+}
+
 // InTx runs fn with a context that makes every method of the store run in
 // one transaction, committed if fn returns nil and rolled back otherwise.
 // Inside a transaction already, fn joins it. The application owns the

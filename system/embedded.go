@@ -22,7 +22,9 @@ import (
 // openEmbedded runs the services inside this process: miniredis on a
 // loopback port (the same go-redis client and Lua scripts as ever), the
 // SQLite ledger in data_dir, the in-process bus. Nothing is shared with
-// another process, so embedded mode is `seckill all` only.
+// another process, so embedded mode is `seckill all` only. A buy or a
+// movement of money is answered only once it is in SQLite
+// (worker.WriteThrough), so a crash loses nothing answered.
 func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	if cfg.Sessions.GeneratedAdminPassword {
 		pw, err := keptPassword(cfg.Process.DataDir, cfg.Sessions.AdminPassword)
@@ -59,6 +61,12 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	closers = append(closers, b.Close)
 	s := New(cfg, Conns{Redis: redis, DB: db, Bus: b}, nil)
 	s.Embedded, s.closers = true, closers
+	// The durability fence: a decision is answered once its orders and
+	// movements are in SQLite, not when the bus carried them there.
+	wt := worker.NewWriteThrough(s.Stock, s.Funds, s.Ledger, cfg.Orders.PaymentWindow)
+	s.Stock.SetPersist(wt.Parts)
+	s.Funds.SetPersist(wt.Group)
+	s.written = wt.Written()
 	s.checks = map[string]func(context.Context) error{
 		"redis":  func(ctx context.Context) error { return rdb.Ping(ctx, redis) },
 		"sqlite": db.PingContext,

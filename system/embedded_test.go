@@ -2,6 +2,7 @@ package system_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -119,5 +120,65 @@ func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 	}
 	if again, err := sys.Funds.Balances(ctx); err != nil || again[seckill.WalletOf("emb-0")] != 600 {
 		t.Errorf("balances after the retries: %v %v", again, err)
+	}
+}
+
+// TestEmbeddedAnswersOnceInTheLedger: with no relay and no consumer
+// running, an embedded system's movement of money is in the SQLite
+// ledger when Move returns (the write-through, its durability fence). A
+// movement made inside a ledger transaction (an audit row and its
+// movement) is written in that transaction: rolled back, the ledger does
+// not hold it, and the next movement of its group writes it after all,
+// for it was made in Redis.
+func TestEmbeddedAnswersOnceInTheLedger(t *testing.T) {
+	ctx := context.Background()
+	cfg := servertest.Config(t, "SECKILL_EMBEDDED=true", "SECKILL_DATA_DIR="+t.TempDir())
+	sys, err := system.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	if err := sys.Prepare(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	transfers := func() int {
+		t.Helper()
+		var n int
+		if err := sys.DB.Get(&n, "SELECT COUNT(*) FROM transfers"); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var wg sync.WaitGroup
+	for u := range 50 { // at once: they share transactions
+		wg.Go(func() {
+			if _, ok, err := sys.Funds.Move(ctx, seckill.CreditMovement(fmt.Sprint("wt-", u), "first", 500, time.Now())); err != nil || !ok {
+				t.Errorf("credit %d: made %v, %v", u, ok, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := transfers(); n != 50 {
+		t.Fatalf("the ledger holds %d transfers once 50 credits were answered", n)
+	}
+
+	rolledBack := errors.New("rolled back")
+	err = sys.Ledger.InTx(ctx, func(ctx context.Context) error {
+		if _, ok, err := sys.Funds.Move(ctx, seckill.CreditMovement("wt-0", "in-tx", 100, time.Now())); err != nil || !ok {
+			t.Errorf("credit in a transaction: made %v, %v", ok, err)
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	if n := transfers(); n != 50 {
+		t.Fatalf("the ledger holds %d transfers after a rolled back one, want 50", n)
+	}
+	if _, ok, err := sys.Funds.Move(ctx, seckill.CreditMovement("wt-0", "after", 100, time.Now())); err != nil || !ok {
+		t.Fatalf("credit after: made %v, %v", ok, err)
+	}
+	if n := transfers(); n != 52 {
+		t.Errorf("the ledger holds %d transfers, want 52: the one made in the rolled back transaction too", n)
 	}
 }

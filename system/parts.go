@@ -129,6 +129,7 @@ func (s *System) buyChain(registry *prometheus.Registry, rules checkout.Rules) (
 	if cfg.Buy.BatchEnabled {
 		chain = inventory.NewBatcher(chain, bc)
 	}
+	chain = s.Stock.Keeping(chain) // embedded: answered once in SQLite
 	if s.Stock.Cluster() {
 		chain = checkout.New(chain, s.Funds, s.Stock, rules, cc)
 	}
@@ -168,7 +169,7 @@ func (s *System) Relay() *worker.Relay {
 // OrderConsumer builds the consumer that writes the orders queue into
 // the ledger.
 func (s *System) OrderConsumer() *worker.OrderConsumer {
-	return worker.NewOrderConsumer(s.Bus, s.Ledger, s.Funds, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
+	return worker.NewOrderConsumer(s.Bus, s.consumerLedger(), s.Funds, s.Metrics.Orders, s.Metrics.Consumers, OrderConsumerConfig(s.Config))
 }
 
 // TimeoutConsumer builds the consumer that cancels orders unpaid at the
@@ -186,7 +187,20 @@ func (s *System) FundsRelay() *worker.FundsRelay {
 // FundsConsumer builds the consumer that writes the funds queue's
 // movements into the ledger and has their other accounts follow.
 func (s *System) FundsConsumer() *worker.FundsConsumer {
-	return worker.NewFundsConsumer(s.Bus, s.Ledger, s.Funds, s.Metrics.Funds, s.Metrics.Consumers, FundsConsumerConfig(s.Config))
+	return worker.NewFundsConsumer(s.Bus, s.consumerLedger(), s.Funds, s.Metrics.Funds, s.Metrics.Consumers, FundsConsumerConfig(s.Config))
+}
+
+// consumerLedger is the ledger the consumers write: the ledger, or,
+// behind embedded mode's write-through, one that holds every order and
+// movement they are handed already.
+func (s *System) consumerLedger() interface {
+	worker.OrderLedger
+	worker.FundsLedger
+} {
+	if s.written != nil {
+		return s.written
+	}
+	return s.Ledger
 }
 
 // RunRelays runs the outbox relay of the sales and the funds relay until

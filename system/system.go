@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/internal/wait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/worker"
 )
 
 // Conns are the connections a System runs on.
@@ -50,6 +51,9 @@ type System struct {
 
 	checks  map[string]func(context.Context) error
 	closers []func() error
+	// written, set behind embedded mode's write-through, is the ledger
+	// the consumers write: it holds what they are handed already.
+	written *worker.WrittenLedger
 }
 
 // New builds the stores of a system on its connections; its metrics

@@ -66,6 +66,22 @@ func (o Outbox) All(ctx context.Context) ([]Entry, error) {
 	return entries(msgs), nil
 }
 
+// After returns up to n entries appended after the entry id, oldest
+// first (id "": from the first), whether or not a relay read them: for a
+// writer that keeps what an outbox held before its callers are answered
+// (embedded mode's write-through).
+func (o Outbox) After(ctx context.Context, id string, n int) ([]Entry, error) {
+	start := "-"
+	if id != "" {
+		start = "(" + id
+	}
+	msgs, err := o.c.XRangeN(ctx, o.key, start, "+", int64(n)).Result()
+	if err != nil {
+		return nil, err
+	}
+	return entries(msgs), nil
+}
+
 // Oldest returns when the oldest entry still in the outbox was appended;
 // ok is false when it is empty.
 func (o Outbox) Oldest(ctx context.Context) (at time.Time, ok bool, err error) {
