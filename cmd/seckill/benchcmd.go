@@ -27,6 +27,7 @@ func runBench(ctx context.Context, cfg configs.Config, args []string) error {
 	fs.IntVar(&o.WSClients, "ws-clients", 10_000, "WebSocket clients of the fan-out case")
 	fs.IntVar(&o.Crowd, "crowd", 20_000, "shoppers in the waiting room case's pre-queue")
 	fs.StringVar(&o.Chart, "chart", "capacity.png", "where the capacity case writes its chart (p99 against the arrival rate)")
+	fs.StringVar(&o.Baseline, "baseline", "", "an earlier seckill binary the embedded case also runs embedded, for a before/after in the same run")
 	fs.StringVar(&o.Binary, "binary", "", "the seckill binary the cases with a child process start (embedded, outside, ws); default this one — point it at an earlier build to measure a change")
 	out := fs.String("out", "", "also write the report to this markdown file (for example BENCHMARKS.md)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")

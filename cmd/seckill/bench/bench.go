@@ -53,6 +53,9 @@ type Options struct {
 	// Binary is the seckill binary that cases start as a child process;
 	// empty means this executable.
 	Binary string
+	// Baseline is an earlier seckill binary the embedded case runs too
+	// (empty: none).
+	Baseline string
 }
 
 // Table is one case's result.
