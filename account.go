@@ -52,3 +52,12 @@ type Merchant struct {
 
 // ErrNoMerchant is an id or email no merchant has.
 var ErrNoMerchant = Errorf(CodeNotFound, "No such merchant.")
+
+// KeptSession is a session record kept in the ledger's database where
+// Redis dies with the process (embedded mode): an admin session or a
+// shopper's sign-out, put back into Redis at start (package sessions).
+type KeptSession struct {
+	Name    string
+	Value   string
+	Expires time.Time
+}

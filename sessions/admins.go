@@ -34,6 +34,7 @@ var (
 type Admins struct {
 	rdb      rdb.Client
 	keys     rdb.Keys
+	keeper   Keeper
 	password string
 	token    string
 	now      func() time.Time
@@ -41,7 +42,7 @@ type Admins struct {
 
 // NewAdmins returns the admin sessions on rdb.
 func NewAdmins(c rdb.Client, cfg Config, now func() time.Time) *Admins {
-	return &Admins{rdb: c, keys: rdb.NewKeys(cfg.Prefix), password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
+	return &Admins{rdb: c, keys: rdb.NewKeys(cfg.Prefix), keeper: cfg.Keeper, password: cfg.AdminPassword, token: cfg.AdminToken, now: now}
 }
 
 // Login opens the operator's session for the right password and returns
@@ -65,7 +66,13 @@ func (a *Admins) Open(ctx context.Context, who string) (string, time.Time, error
 	if err := a.rdb.Set(ctx, a.keys.AdminSession(sess), who, AdminTTL).Err(); err != nil {
 		return "", time.Time{}, failed("open an admin session", err)
 	}
-	return sess, a.now().Add(AdminTTL), nil
+	until := a.now().Add(AdminTTL)
+	if a.keeper != nil {
+		if err := a.keeper.KeepSession(ctx, keptAdmin+sess, who, until); err != nil {
+			return "", time.Time{}, err
+		}
+	}
+	return sess, until, nil
 }
 
 // checkPassword compares with the configured password, which may be plain
@@ -109,6 +116,9 @@ func (a *Admins) Check(ctx context.Context, sess string) (string, error) {
 func (a *Admins) Logout(ctx context.Context, sess string) error {
 	if err := a.rdb.Del(ctx, a.keys.AdminSession(sess)).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return failed("end an admin session", err)
+	}
+	if a.keeper != nil {
+		return a.keeper.ForgetSession(ctx, keptAdmin+sess)
 	}
 	return nil
 }

@@ -29,6 +29,9 @@ type Config struct {
 	// bcrypt hash; AdminToken the bearer token of scripts ("": none).
 	AdminPassword string
 	AdminToken    string
+	// Keeper, if set, keeps admin sessions and sign-outs where they
+	// outlive Redis (embedded mode); they are answered once kept.
+	Keeper Keeper
 }
 
 // A Provider verifies the tokens an identity provider issued (an OpenID
@@ -52,6 +55,7 @@ type Provider interface {
 type Shoppers struct {
 	rdb      rdb.Client
 	keys     rdb.Keys
+	keeper   Keeper
 	secret   []byte
 	ttl      time.Duration
 	now      func() time.Time
@@ -69,7 +73,7 @@ const signOutResync = 30 * time.Second
 // NewShoppers returns the shoppers' sessions on rdb, on the clock now.
 func NewShoppers(c rdb.Client, cfg Config, now func() time.Time) *Shoppers {
 	return &Shoppers{
-		rdb: c, keys: rdb.NewKeys(cfg.Prefix), secret: cfg.Secret, ttl: cfg.TTL, now: now,
+		rdb: c, keys: rdb.NewKeys(cfg.Prefix), keeper: cfg.Keeper, secret: cfg.Secret, ttl: cfg.TTL, now: now,
 		parser: jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(now)),
 		tokens: newTokenCache(),
 		at:     map[string]int64{},
@@ -157,6 +161,11 @@ func (s *Shoppers) SignOut(ctx context.Context, user string) error {
 	})
 	if err != nil {
 		return failed("record sign-out", err)
+	}
+	if s.keeper != nil {
+		if err := s.keeper.KeepSession(ctx, keptSignOut+user, strconv.FormatInt(epoch, 10), now.Add(s.ttl)); err != nil {
+			return err
+		}
 	}
 	// Announced only once recorded: a process that subscribes after the
 	// message must find the sign-out when it reads the set. In one

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/configs"
 	"github.com/seckill/seckill/internal/rdb"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/sessions"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -81,8 +82,9 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 // Redis and bus begin empty, the SQLite ledger holds what was accepted.
 // Each live sale's Redis state is rebuilt from the ledger (the repair
 // path), every account's balance is the ledger's sum of its transfers
-// with the records of the movements made (worker.RestoreFunds), and the
-// pending orders get their payment timeouts again.
+// with the records of the movements made (worker.RestoreFunds), the
+// pending orders get their payment timeouts again, and the admin
+// sessions and sign-outs come back (sessions.Restore).
 func (s *System) restore(ctx context.Context) error {
 	ids, err := s.Ledger.SaleIDs(ctx, time.Now().Add(-s.Config.Orders.Keep()))
 	if err != nil {
@@ -102,8 +104,13 @@ func (s *System) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 || n > 0 || accounts > 0 {
-		slog.Info("restored from the ledger", "sales", len(ids), "accounts", accounts, "pending orders re-armed", n)
+	kept, err := sessions.Restore(ctx, s.Redis, s.Config.Redis.Prefix, s.Ledger, time.Now())
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 || n > 0 || accounts > 0 || kept > 0 {
+		slog.Info("restored from the ledger", "sales", len(ids), "accounts", accounts, "pending orders re-armed", n,
+			"admin sessions and sign-outs", kept)
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ func (s *System) ServerDeps(registry *prometheus.Registry, buys server.Reserver)
 	cfg := s.Config
 	now := time.Now
 	sc := SessionsConfig(cfg)
+	if s.Embedded {
+		sc.Keeper = s.Ledger // Redis dies with the process: sessions outlive it in SQLite
+	}
 	log := audit.New(s.Ledger, now)
 	svc := sales.New(s.Ledger, s.Stock, s.Funds, log, sales.Config{PaymentWindow: cfg.Orders.PaymentWindow, FeeBps: cfg.Funds.FeeBps}, now)
 	tix := tickets.New(svc, s.Stock, tickets.Tickets.Key(cfg.Sessions.JWTSecret), room.Passes.Key(cfg.Sessions.JWTSecret), cfg.Buy.TicketTTL, now)

@@ -91,10 +91,47 @@ func (c *child) do(t *testing.T, method, path, token string, body any) (int, map
 	return res.StatusCode, m
 }
 
+// adminSession logs in with the password and returns the session cookie.
+func adminSession(t *testing.T, c *child, password string) *http.Cookie {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"password": password})
+	req, _ := http.NewRequest("POST", c.base+"/admin/api/login", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	for _, ck := range res.Cookies() {
+		if ck.Name == "sk_admin" && ck.Value != "" {
+			return ck
+		}
+	}
+	t.Fatalf("admin login: %s, no session cookie", res.Status)
+	return nil
+}
+
+// withCookie sends a request with an admin session cookie and returns
+// the status.
+func (c *child) withCookie(t *testing.T, method, path string, ck *http.Cookie) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, nil)
+	req.Header.Set("Origin", c.base)
+	req.AddCookie(ck)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // TestEmbeddedSurvivesRestart: `seckill all --embedded`, with every
 // external address pointing at a closed port, sells, takes a payment and
 // writes its orders to the SQLite ledger; stopped and started again, it
-// shows the same orders, stock, per-user counts and request ids.
+// shows the same orders, stock, per-user counts and request ids, the
+// admin session still open, the one ended still ended and the shopper
+// signed out still signed out.
 func TestEmbeddedSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	c, took := startEmbedded(t, dir)
@@ -148,9 +185,33 @@ func TestEmbeddedSurvivesRestart(t *testing.T) {
 	if err != nil || password == "" || !strings.Contains(c.out.String(), "admin password: "+password) {
 		t.Fatalf("the made-up admin password is not kept in the data directory (%v):\n%s", err, c.out.String())
 	}
+	// An admin session open, another one ended, and a shopper signed out:
+	// the same after the restart.
+	open, ended := adminSession(t, c, password), adminSession(t, c, password)
+	if status := c.withCookie(t, "POST", "/admin/api/logout", ended); status != 204 && status != 200 {
+		t.Fatalf("log out: %d", status)
+	}
+	eve := servertest.Token(t, "eve")
+	if status, _ := c.do(t, "DELETE", "/api/session", eve, nil); status != 204 && status != 200 {
+		t.Fatalf("eve signs out: %d", status)
+	}
+	sessionsHold := func(when string) {
+		t.Helper()
+		if status := c.withCookie(t, "GET", "/admin/api/sales", open); status != 200 {
+			t.Errorf("%s: the open admin session answers %d", when, status)
+		}
+		if status := c.withCookie(t, "GET", "/admin/api/sales", ended); status != 401 {
+			t.Errorf("%s: the ended admin session answers %d", when, status)
+		}
+		if status, _ := c.do(t, "GET", "/api/wallet", eve, nil); status != 401 {
+			t.Errorf("%s: eve's token from before her sign-out answers %d", when, status)
+		}
+	}
+	sessionsHold("before the restart")
 	c.stop(t)
 	c, took = startEmbedded(t, dir)
 	t.Logf("restart to ready: %s", took)
+	sessionsHold("after the restart")
 	if status, ans := c.do(t, "POST", "/admin/api/login", "", map[string]any{"password": password}); status != 200 {
 		t.Errorf("login with the kept password after the restart: %d %v", status, ans)
 	}
