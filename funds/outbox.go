@@ -29,7 +29,15 @@ func (e Entry) Movement() (seckill.Movement, error) {
 	return DecodeMovement(s)
 }
 
-func (s *Store) outbox(g int) rdb.Outbox { return rdb.NewOutbox(s.rdb, s.keys.Funds(g).Outbox()) }
+func (s *Store) outbox(g int) rdb.Outbox {
+	return rdb.NewOutbox(s.rdb, s.keys, s.keys.Funds(g).Outbox())
+}
+
+// Beat records that the relay named consumer is alive for the next ttl
+// (rdb.Beat).
+func (s *Store) Beat(ctx context.Context, consumer string, ttl time.Duration) error {
+	return rdb.Beat(ctx, s.rdb, s.keys, consumer, ttl)
+}
 
 func ofGroup(g int, es []rdb.Entry) []Entry {
 	out := make([]Entry, len(es))

@@ -32,7 +32,15 @@ func (e OutboxEntry) Trace() string {
 	return tp
 }
 
-func (s *Store) outbox(p Part) rdb.Outbox { return rdb.NewOutbox(s.rdb, s.partKeys(p).Outbox()) }
+func (s *Store) outbox(p Part) rdb.Outbox {
+	return rdb.NewOutbox(s.rdb, s.keys, s.partKeys(p).Outbox())
+}
+
+// Beat records that the relay named consumer is alive for the next ttl
+// (rdb.Beat).
+func (s *Store) Beat(ctx context.Context, consumer string, ttl time.Duration) error {
+	return rdb.Beat(ctx, s.rdb, s.keys, consumer, ttl)
+}
 
 func ofPart(p Part, es []rdb.Entry) []OutboxEntry {
 	out := make([]OutboxEntry, len(es))

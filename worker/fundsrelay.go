@@ -32,6 +32,7 @@ type FundsOutbox interface {
 	ReadOutbox(ctx context.Context, g int, consumer string, what rdb.OutboxRead, n int, block time.Duration) ([]funds.Entry, error)
 	ClaimOutbox(ctx context.Context, g int, consumer string, minIdle time.Duration, n int) ([]funds.Entry, error)
 	AckOutbox(ctx context.Context, g int, ids []string) error
+	Beater
 }
 
 // FundsRelayConfig tunes a FundsRelay.
@@ -103,6 +104,7 @@ func NewFundsRelay(outbox FundsOutbox, b Publisher, m *FundsRelayMetrics, cfg Fu
 // Run relays until ctx is cancelled, then publishes what the outboxes
 // still hold (within a few seconds) and returns.
 func (r *FundsRelay) Run(ctx context.Context) error {
+	defer beat(ctx, r.outbox, r.consumer)()
 	sweep := time.NewTicker(r.cfg.Sweep)
 	defer sweep.Stop()
 	bo := newBackoff()

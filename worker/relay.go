@@ -34,6 +34,7 @@ type Outbox interface {
 	ReadOutbox(ctx context.Context, p inventory.Part, consumer string, what rdb.OutboxRead, n int, block time.Duration) ([]inventory.OutboxEntry, error)
 	ClaimOutbox(ctx context.Context, p inventory.Part, consumer string, minIdle time.Duration, n int) ([]inventory.OutboxEntry, error)
 	AckOutbox(ctx context.Context, p inventory.Part, ids []string) error
+	Beater
 }
 
 // SaleLister lists the sales that end after endedAfter: those whose
@@ -103,6 +104,7 @@ func NewRelay(outbox Outbox, sales SaleLister, b Publisher, m *RelayMetrics, cfg
 // Run relays until ctx is cancelled, then publishes what the outboxes
 // still hold (within a few seconds) and returns.
 func (r *Relay) Run(ctx context.Context) error {
+	defer beat(ctx, r.outbox, r.consumer)()
 	var wg sync.WaitGroup
 	running := map[inventory.Part]context.CancelFunc{}
 	defer func() {
@@ -285,7 +287,7 @@ func (s *saleRelay) read(ctx context.Context, block bool) ([]inventory.OutboxEnt
 		}
 		s.ownPending = false
 	}
-	if time.Since(s.lastClaim) >= s.cfg.ClaimIdle/2 {
+	if time.Since(s.lastClaim) >= min(s.cfg.ClaimIdle/2, relayBeat) {
 		s.lastClaim = time.Now()
 		msgs, err := s.outbox.ClaimOutbox(ctx, s.part, s.consumer, s.cfg.ClaimIdle, s.cfg.Batch)
 		if err != nil {

@@ -108,6 +108,11 @@ func (k Keys) SignedOut() string { return k.prefix + ":signed-out" }
 // AdminSession is an admin login session, by its token.
 func (k Keys) AdminSession(token string) string { return k.prefix + ":admin:session:" + token }
 
+// Relay is a relay's heartbeat, by its consumer name: while it lives
+// the relay is alive, and the outbox entries it read are its own (see
+// Outbox.Claim).
+func (k Keys) Relay(consumer string) string { return k.prefix + ":relay:" + consumer }
+
 // SignIn is a sign-in under way between its two requests (an OpenID
 // Connect login's state, a passkey ceremony's challenge), by its kind and
 // id.

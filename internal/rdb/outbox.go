@@ -19,12 +19,26 @@ import (
 // live one. Outbox is those reads for the store that owns the stream: a
 // sale's part (package inventory), a funds group (package funds).
 type Outbox struct {
-	c   Client
-	key string
+	c    Client
+	keys Keys // where the relays' heartbeats are
+	key  string
 }
 
-// NewOutbox is the outbox stream at key.
-func NewOutbox(c Client, key string) Outbox { return Outbox{c: c, key: key} }
+// NewOutbox is the outbox stream at key, its relays' heartbeats under
+// keys.
+func NewOutbox(c Client, keys Keys, key string) Outbox { return Outbox{c: c, keys: keys, key: key} }
+
+// Beat records that the relay named consumer is alive for the next ttl
+// (0: it stops, and what it read is anyone's at once). A relay beats
+// several times a ttl; one whose beat lapsed is presumed dead, and the
+// entries it read and did not acknowledge are claimed by the next relay
+// that looks (Claim), without waiting for them to be idle.
+func Beat(ctx context.Context, c Client, keys Keys, consumer string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return c.Del(ctx, keys.Relay(consumer)).Err()
+	}
+	return c.Set(ctx, keys.Relay(consumer), 1, ttl).Err()
+}
 
 // outboxGroup is the consumer group of every outbox stream.
 const outboxGroup = "relay"
@@ -130,9 +144,17 @@ func (o Outbox) Read(ctx context.Context, consumer string, what OutboxRead, n in
 	return entries(streams[0].Messages), nil
 }
 
-// Claim takes over for consumer up to n entries another consumer read and
-// left unacknowledged for minIdle or more: that relay is presumed dead.
+// Claim takes over for consumer up to n entries other consumers read and
+// did not acknowledge: first those of relays whose heartbeat lapsed
+// (Beat), at once, then those left for minIdle or more by any other (a
+// relay that beats and does not move is presumed dead too). A relay
+// taken for dead while it lives publishes what it had again: the
+// consumers keep an order or a movement once.
 func (o Outbox) Claim(ctx context.Context, consumer string, minIdle time.Duration, n int) ([]Entry, error) {
+	dead, err := o.claimDead(ctx, consumer, n)
+	if err != nil || len(dead) > 0 {
+		return dead, err
+	}
 	msgs, _, err := o.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: o.key, Group: outboxGroup, Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(n),
 	}).Result()
@@ -140,6 +162,56 @@ func (o Outbox) Claim(ctx context.Context, consumer string, minIdle time.Duratio
 		return nil, err
 	}
 	return entries(msgs), nil
+}
+
+// claimDead claims for consumer up to n entries read by relays whose
+// heartbeat lapsed.
+func (o Outbox) claimDead(ctx context.Context, consumer string, n int) ([]Entry, error) {
+	sum, err := o.c.XPending(ctx, o.key, outboxGroup).Result()
+	if noGroup(err) || errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var owners []string
+	for owner, count := range sum.Consumers {
+		if owner != consumer && count > 0 {
+			owners = append(owners, owner)
+		}
+	}
+	var out []Entry
+	for _, owner := range owners {
+		alive, err := o.c.Exists(ctx, o.keys.Relay(owner)).Result()
+		if err != nil {
+			return nil, err
+		}
+		if alive > 0 {
+			continue
+		}
+		pending, err := o.c.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: o.key, Group: outboxGroup, Start: "-", End: "+", Count: int64(n - len(out)), Consumer: owner,
+		}).Result()
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(pending))
+		for i, p := range pending {
+			ids[i] = p.ID
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		msgs, err := o.c.XClaim(ctx, &redis.XClaimArgs{Stream: o.key, Group: outboxGroup, Consumer: consumer, Messages: ids}).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, entries(msgs)...)
+		if len(out) >= n {
+			break
+		}
+	}
+	return out, nil
 }
 
 // Ack acknowledges and deletes published entries, in one round trip. If

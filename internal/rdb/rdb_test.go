@@ -104,3 +104,39 @@ func TestFollow(t *testing.T) {
 		t.Fatal("the message never arrived")
 	}
 }
+
+// TestClaimFromADeadRelay: entries read by a relay whose heartbeat lapsed
+// are claimed at once, however fresh; those of a relay that beats are
+// left to it until they are idle for minIdle.
+func TestClaimFromADeadRelay(t *testing.T) {
+	c, k := open(t)
+	ctx := context.Background()
+	o := rdb.NewOutbox(c, k, k.Part("1").Outbox())
+	t.Cleanup(func() { c.Del(ctx, k.Part("1").Outbox(), k.Relay("alive"), k.Relay("dead")) })
+	for i := range 4 {
+		if err := c.XAdd(ctx, &redis.XAddArgs{Stream: k.Part("1").Outbox(), Values: map[string]any{"n": i}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Beat(ctx, c, k, "alive", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Beat(ctx, c, k, "dead", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, relay := range []string{"alive", "dead"} {
+		if es, err := o.Read(ctx, relay, rdb.OutboxNew, 2, -1); err != nil || len(es) != 2 {
+			t.Fatalf("%s reads %d entries: %v", relay, len(es), err)
+		}
+	}
+	if es, err := o.Claim(ctx, "heir", time.Hour, 10); err != nil || len(es) != 0 {
+		t.Fatalf("both relays beat: claimed %d (%v)", len(es), err)
+	}
+	if err := rdb.Beat(ctx, c, k, "dead", 0); err != nil { // as if its beat lapsed
+		t.Fatal(err)
+	}
+	es, err := o.Claim(ctx, "heir", time.Hour, 10)
+	if err != nil || len(es) != 2 || es[0].Values["n"] != "2" || es[1].Values["n"] != "3" {
+		t.Fatalf("claimed %v (%v), want the dead relay's two entries", es, err)
+	}
+}
