@@ -91,6 +91,7 @@ var Cases = []Case{
 	{"outside", "wrk against a seckill all child: GET /healthz vs buy with stock and sold out (without and with buy tickets), CPU per request", outsideCase},
 	{"pipeline", "orders/s from outbox to committed MySQL rows vs a naive consumer and raw INSERTs", pipelineCase},
 	{"ws", "WebSocket fan-out: time until every watcher has a stock change, server memory per connection", wsCase},
+	{"wsburst", "live stock while a sale sells out: frame gaps and time to 0 for 100 and --ws-clients watchers, server memory and CPU", wsBurstCase},
 	{"embedded", "the whole system embedded in one process vs on the services: start-up, buys/s, p99, ledger lag", embeddedCase},
 	{"identity", "what identities cost: buys with the provider's bearer tokens vs session tokens (server CPU per request), password sign-ins (CPU each, unknown email vs wrong password)", identityCase},
 	{"room", "the waiting room: server CPU per buy with an admission pass vs without a room, and a crowd in the pre-queue let in at 500/s (rate, queue frames' gap, fairness)", roomCase},
