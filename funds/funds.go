@@ -60,14 +60,28 @@ type Store struct {
 	appended chan int
 	// persist, when set, keeps what a group's outbox holds before a
 	// movement of it is answered (SetPersist).
-	persist func(ctx context.Context, g int) error
+	persist func(ctx context.Context, g int, id string) error
+}
+
+// Keep returns once what the outbox of side's group holds is kept
+// (SetPersist; at once without): for a caller whose ledger transaction,
+// in which a movement was kept, rolled back.
+func (s *Store) Keep(ctx context.Context, side seckill.FundsAccount) error {
+	if s.persist == nil {
+		return nil
+	}
+	if err := s.persist(ctx, s.Group(side), ""); err != nil {
+		return fmt.Errorf("funds: keep the outbox of %s: %w: %w", side, seckill.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // SetPersist has every movement made or found, and Durable, wait for fn
-// to keep what the group's outbox holds: the embedded system's
+// to keep what the group's outbox holds (id: the movement about to be
+// answered, which fn refuses if the ledger did; "" for none): the embedded system's
 // durability fence, in place of replicas (worker.WriteThrough). Set it
 // before the store is used.
-func (s *Store) SetPersist(fn func(ctx context.Context, g int) error) { s.persist = fn }
+func (s *Store) SetPersist(fn func(ctx context.Context, g int, id string) error) { s.persist = fn }
 
 // New returns a Store on c.
 func New(c rdb.Client, cfg Config) *Store {
@@ -281,7 +295,7 @@ func (s *Store) run(ctx context.Context, mode string, side seckill.FundsAccount,
 		if s.persist != nil {
 			// Found as well as made: a first attempt's movement may have
 			// been made and not yet kept.
-			if err := s.persist(ctx, g); err != nil {
+			if err := s.persist(ctx, g, id); err != nil {
 				return 0, false, fmt.Errorf("funds: %s %s: %w: %w", mode, id, seckill.ErrUnavailable, err)
 			}
 		}

@@ -136,7 +136,7 @@ func (s *Store) Durable(ctx context.Context, g int) error {
 		return failed(fmt.Sprintf("fence of group %d", g), err)
 	}
 	if s.persist != nil {
-		if err := s.persist(ctx, g); err != nil {
+		if err := s.persist(ctx, g, ""); err != nil {
 			return fmt.Errorf("funds: keep the outbox of group %d: %w: %w", g, seckill.ErrUnavailable, err)
 		}
 	}

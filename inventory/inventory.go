@@ -76,7 +76,7 @@ type Store struct {
 
 	// persist, when set, keeps what parts' outboxes hold before a buy
 	// on them is answered (SetPersist).
-	persist func(ctx context.Context, parts []Part, groups []int) error
+	persist Persister
 
 	mu      sync.Mutex
 	parts   map[int64][]Part // each sale's parts, fixed at its creation
@@ -92,14 +92,23 @@ func New(c rdb.Client, cfg Config) *Store {
 	}
 }
 
-// SetPersist has fn keep what the sales' outboxes hold and, for an
-// instant checkout's charges, the outboxes of the wallet groups charged:
-// the embedded system's durability fence, in place of replicas
-// (worker.WriteThrough). Keeping waits for it before buys are answered,
-// Durable before the relay publishes. Set it before the store is used.
-func (s *Store) SetPersist(fn func(ctx context.Context, parts []Part, groups []int) error) {
-	s.persist = fn
+// Persister keeps what the sales' outboxes hold and, for an instant
+// checkout's charges, the outboxes of the wallet groups charged: the
+// embedded system's durability fence, in place of replicas
+// (worker.WriteThrough).
+type Persister interface {
+	// Parts returns once what the parts' and the groups' outboxes hold is
+	// kept; ids are the orders and charges the caller is about to answer,
+	// refused if the ledger refused them.
+	Parts(ctx context.Context, parts []Part, groups []int, ids []string) error
+	// Reset says part p's outbox was deleted: it begins again.
+	Reset(p Part)
 }
+
+// SetPersist has p keep what the outboxes hold: Keeping waits for it
+// before buys are answered, Durable before the relay publishes, Rebuild
+// resets it. Set it before the store is used.
+func (s *Store) SetPersist(p Persister) { s.persist = p }
 
 // Keeping returns next, whose decisions are answered only once what they
 // appended is kept (SetPersist), or next itself when nothing keeps. Put
@@ -135,13 +144,18 @@ func (k keeping) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (s
 		return seckill.Decision{}, err
 	}
 	var groups []int
-	if k.s.pay(ctx, sale) == payCharge {
-		for _, b := range buys {
-			g, _ := k.s.cfg.Wallets.ChargeKeys(b.UserID, "")
-			groups = append(groups, g)
+	var ids []string
+	for i, a := range d.Answers {
+		if a.Code != seckill.CodeOK {
+			continue
+		}
+		ids = append(ids, a.OrderID)
+		if a.ChargeID != "" && k.s.cfg.Wallets != nil { // charged in the buy
+			g, _ := k.s.cfg.Wallets.ChargeKeys(buys[i].UserID, "")
+			groups, ids = append(groups, g), append(ids, a.ChargeID)
 		}
 	}
-	if err := k.s.persist(ctx, parts, groups); err != nil {
+	if err := k.s.persist.Parts(ctx, parts, groups, ids); err != nil {
 		return seckill.Decision{}, fmt.Errorf("inventory: keep the buys of sale %d: %w: %w", sale, seckill.ErrUnavailable, err)
 	}
 	return d, nil
@@ -327,7 +341,7 @@ func (s *Store) Durable(ctx context.Context, p Part) error {
 		return failed("fence of part "+p.Tag, err)
 	}
 	if s.persist != nil {
-		if err := s.persist(ctx, []Part{p}, nil); err != nil {
+		if err := s.persist.Parts(ctx, []Part{p}, nil, nil); err != nil {
 			return fmt.Errorf("inventory: keep the outbox of part %s: %w: %w", p.Tag, seckill.ErrUnavailable, err)
 		}
 	}
@@ -833,6 +847,9 @@ func (s *Store) Rebuild(ctx context.Context, sale seckill.Sale, sold int64, orde
 		})
 		if err != nil {
 			return failed(what, err)
+		}
+		if s.persist != nil {
+			s.persist.Reset(p) // its outbox begins again
 		}
 	}
 	partSold := make([]int64, len(parts))

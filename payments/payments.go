@@ -27,6 +27,7 @@ type Wallets interface {
 	Cancel(ctx context.Context, side seckill.FundsAccount, target string, at time.Time) (bool, error)
 	Balance(ctx context.Context, a seckill.FundsAccount) (int64, error)
 	Held(ctx context.Context, a seckill.FundsAccount) (int64, error)
+	Keep(ctx context.Context, side seckill.FundsAccount) error
 }
 
 // Ledger is the funds ledger (orders.Store): an account's statement, and
@@ -228,7 +229,10 @@ func (s *Service) audited(ctx context.Context, m seckill.Movement, e seckill.Aud
 		return err
 	})
 	if errors.Is(err, errRetried) {
-		return nil
+		// The movement made before may have been kept only in a
+		// transaction that rolled back (embedded mode): kept now, out of
+		// this one, before the retry is answered.
+		return s.wallets.Keep(ctx, m.Side)
 	}
 	return err
 }

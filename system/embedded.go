@@ -65,7 +65,7 @@ func openEmbedded(ctx context.Context, cfg configs.Config) (*System, error) {
 	// The durability fence: a decision is answered once its orders and
 	// movements are in SQLite, not when the bus carried them there.
 	wt := worker.NewWriteThrough(s.Stock, s.Funds, s.Ledger, cfg.Orders.PaymentWindow)
-	s.Stock.SetPersist(wt.Parts)
+	s.Stock.SetPersist(wt)
 	s.Funds.SetPersist(wt.Group)
 	s.written = wt.Written()
 	s.checks = map[string]func(context.Context) error{

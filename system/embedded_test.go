@@ -8,7 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/system"
 	"github.com/seckill/seckill/system/servertest"
 )
@@ -132,15 +138,7 @@ func TestEmbeddedFundsSurviveRestart(t *testing.T) {
 // for it was made in Redis.
 func TestEmbeddedAnswersOnceInTheLedger(t *testing.T) {
 	ctx := context.Background()
-	cfg := servertest.Config(t, "SECKILL_EMBEDDED=true", "SECKILL_DATA_DIR="+t.TempDir())
-	sys, err := system.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	if err := sys.Prepare(ctx, true); err != nil {
-		t.Fatal(err)
-	}
+	sys := openEmbedded(t)
 	transfers := func() int {
 		t.Helper()
 		var n int
@@ -163,7 +161,7 @@ func TestEmbeddedAnswersOnceInTheLedger(t *testing.T) {
 	}
 
 	rolledBack := errors.New("rolled back")
-	err = sys.Ledger.InTx(ctx, func(ctx context.Context) error {
+	err := sys.Ledger.InTx(ctx, func(ctx context.Context) error {
 		if _, ok, err := sys.Funds.Move(ctx, seckill.CreditMovement("wt-0", "in-tx", 100, time.Now())); err != nil || !ok {
 			t.Errorf("credit in a transaction: made %v, %v", ok, err)
 		}
@@ -181,4 +179,138 @@ func TestEmbeddedAnswersOnceInTheLedger(t *testing.T) {
 	if n := transfers(); n != 52 {
 		t.Errorf("the ledger holds %d transfers, want 52: the one made in the rolled back transaction too", n)
 	}
+}
+
+// TestEmbeddedCreditRetryKept: an operator's credit made in Redis whose
+// ledger transaction rolled back (a commit that failed, a client gone) is
+// in the ledger once its retry is answered, though the retry finds it
+// made and writes no audit row of its own.
+func TestEmbeddedCreditRetryKept(t *testing.T) {
+	ctx := context.Background()
+	sys := openEmbedded(t)
+	svc := payments.New(payments.Deps{Wallets: sys.Funds, Ledger: sys.Ledger, Audit: audit.New(sys.Ledger, time.Now)},
+		payments.Config{WalletMax: 1 << 40, Currency: "EUR"}, time.Now)
+	op := seckill.WithActor(ctx, seckill.Actor{ID: "op", Role: seckill.RoleOperator})
+	m := seckill.CreditMovement("u_retry", "retry-12345678", 500, time.Now())
+	failed := errors.New("the commit failed")
+	err := sys.Ledger.InTx(op, func(ctx context.Context) error {
+		if _, _, err := sys.Funds.Move(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatal(err)
+	}
+	if _, err := svc.Credit(op, "u_retry", "retry-12345678", "retried", 500); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	var n int
+	if err := sys.DB.Get(&n, "SELECT COUNT(*) FROM transfers WHERE movement_id = ?", m.ID); err != nil || n != 1 {
+		t.Errorf("the retry was answered; the ledger holds %d transfers of %s (%v)", n, m.ID, err)
+	}
+}
+
+// TestEmbeddedRefusedBuyNotAnswered: a buy of a sale that Redis holds and
+// the SQLite ledger does not (its creation's commit failed after the
+// warm-up, say) is decided in Redis, but the ledger refuses its order: it
+// is never answered 200, the retry neither, and the order consumer is
+// told the refusal (and dead-letters the message) rather than follow it
+// silently; the other buys of the round are kept.
+func TestEmbeddedRefusedBuyNotAnswered(t *testing.T) {
+	ctx := context.Background()
+	sys := openEmbedded(t)
+	now := time.Now()
+	ghost := seckill.Sale{ID: 4242, Name: "ghost", Item: "x", Total: 10, PerUserLimit: 10, PriceCents: 100,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Status: seckill.StatusActive, Buckets: 1}
+	if _, err := sys.Stock.Warm(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	chain := sys.Stock.Keeping(sys.Stock)
+	buy := []seckill.Buy{{UserID: "u_ghost", Qty: 1, RequestID: "ghost-req-1"}}
+	for attempt := range 2 {
+		if d, err := chain.Reserve(ctx, ghost.ID, buy); err == nil {
+			t.Fatalf("attempt %d: answered %+v for an order the ledger refuses", attempt+1, d.Answers)
+		}
+	}
+	var n int
+	if err := sys.DB.Get(&n, "SELECT COUNT(*) FROM orders WHERE sale_id = ?", ghost.ID); err != nil || n != 0 {
+		t.Errorf("%d orders of the ghost sale in the ledger (%v)", n, err)
+	}
+	parts, err := sys.Stock.Parts(ctx, ghost.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := sys.Stock.OutboxAfter(ctx, parts[0], "", 10)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("outbox: %d entries, %v", len(es), err)
+	}
+	evs, err := es[0].Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := evs[0].Order(time.Minute, now)
+	if err := system.ConsumerLedger(sys).InsertOrders(ctx, []seckill.Order{o}); !orders.Refused(err) {
+		t.Errorf("the consumer's write of the refused order: %v, want the ledger's refusal", err)
+	}
+}
+
+// TestEmbeddedRebuiltOutboxWritten: a sale's keys rebuilt (the repair
+// path deletes its outbox) start an outbox whose entry ids may be below
+// the last one written (a clock stepped back): the write-through begins
+// that outbox again and writes them.
+func TestEmbeddedRebuiltOutboxWritten(t *testing.T) {
+	ctx := context.Background()
+	sys := openEmbedded(t)
+	srv, err := sys.Server(prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sale := servertest.MustSale(t, srv, servertest.SaleSpec{Total: 10, Limit: 10, PriceCents: 100})
+	d, err := sys.Stock.Keeping(sys.Stock).Reserve(ctx, sale.ID, []seckill.Buy{{UserID: "u_first", Qty: 1, RequestID: "first-req-1"}})
+	if err != nil || d.Answers[0].Code != seckill.CodeOK {
+		t.Fatalf("buy: %+v %v", d, err)
+	}
+	first, err := sys.Ledger.Order(ctx, d.Answers[0].OrderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Stock.Rebuild(ctx, sale, 1, []seckill.Event{first.Event()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := sys.Stock.Parts(ctx, sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An entry older than the last written, as a clock stepped back
+	// would make it.
+	late := seckill.NewOrderID(sale.ID)
+	line := fmt.Sprintf("%s|%d|u_late|1|100|late-req-1|%d", late, sale.ID, time.Now().UnixMilli())
+	if err := sys.Redis.XAdd(ctx, &redis.XAddArgs{Stream: sys.Stock.Keys().Part(parts[0].Tag).Outbox(), ID: "1-1",
+		Values: map[string]any{"e": line}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Stock.Durable(ctx, parts[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sys.Ledger.Order(ctx, late); err != nil {
+		t.Errorf("the rebuilt outbox's entry once Durable returned: %v", err)
+	}
+}
+
+// openEmbedded opens and prepares an embedded system on a data directory
+// of the test's own, closed when the test ends.
+func openEmbedded(t *testing.T) *system.System {
+	t.Helper()
+	ctx := context.Background()
+	cfg := servertest.Config(t, "SECKILL_EMBEDDED=true", "SECKILL_DATA_DIR="+t.TempDir())
+	sys, err := system.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Close)
+	if err := sys.Prepare(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	return sys
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,12 +40,14 @@ type WriteLedger interface {
 // its orders, its movements of money — into the ledger (SQLite) first.
 // Calls that wait at once share one transaction (a group commit), so the
 // cost is per batch of calls, not per buy. The relay and the consumers
-// still carry every entry as before (the ledger keeps a row once), for
-// what comes after the write: payment timeouts, the follows of money.
+// still carry every entry, for what comes after the write (payment
+// timeouts, the follows of money), but write nothing (Written).
 //
 // It remembers, per outbox, the last entry written; an outbox entry is
 // deleted only after the relay's Durable, which waits here, so none is
-// missed.
+// missed. A row the ledger refuses for good (an order of a sale it does
+// not know) is remembered too: the call about to answer it gets the
+// refusal, and so does the consumer, which dead-letters its message.
 type WriteThrough struct {
 	stock  StockOutboxes
 	funds  FundsOutboxes
@@ -58,6 +61,8 @@ type WriteThrough struct {
 	first   time.Time // when the first of waiting asked
 	writing bool
 	last    map[outboxOf]string // the last entry of each outbox in the ledger
+	gen     map[outboxOf]int    // how often each outbox began again (Reset)
+	refused map[string]error    // orders and movements the ledger refused, by id
 }
 
 // outboxOf names an outbox: a sale's part, or a funds group.
@@ -80,12 +85,13 @@ const writeThroughLinger = 2 * time.Millisecond
 // and fnds into ledger, an order's payment window being window.
 func NewWriteThrough(stock StockOutboxes, fnds FundsOutboxes, ledger WriteLedger, window time.Duration) *WriteThrough {
 	return &WriteThrough{stock: stock, funds: fnds, ledger: ledger, window: window, now: time.Now,
-		asked: map[outboxOf]bool{}, last: map[outboxOf]string{}}
+		asked: map[outboxOf]bool{}, last: map[outboxOf]string{}, gen: map[outboxOf]int{}, refused: map[string]error{}}
 }
 
 // Parts returns once what the parts' outboxes hold, and the outboxes of
-// the funds groups, are in the ledger (inventory.Store.SetPersist).
-func (w *WriteThrough) Parts(ctx context.Context, parts []inventory.Part, groups []int) error {
+// the funds groups, are in the ledger, or the ledger refused one of ids
+// (inventory.Persister).
+func (w *WriteThrough) Parts(ctx context.Context, parts []inventory.Part, groups []int, ids []string) error {
 	var of []outboxOf
 	for _, p := range parts {
 		of = append(of, outboxOf{part: p})
@@ -93,13 +99,41 @@ func (w *WriteThrough) Parts(ctx context.Context, parts []inventory.Part, groups
 	for _, g := range groups {
 		of = append(of, outboxOf{group: g, funds: true})
 	}
-	return w.wait(ctx, of)
+	if err := w.wait(ctx, of); err != nil {
+		return err
+	}
+	return w.refusal(ids...)
 }
 
-// Group returns once what funds group g's outbox holds is in the ledger
-// (funds.Store.SetPersist).
-func (w *WriteThrough) Group(ctx context.Context, g int) error {
-	return w.wait(ctx, []outboxOf{{group: g, funds: true}})
+// Reset forgets where part p's outbox was: it was deleted, and its ids
+// begin again (inventory.Persister).
+func (w *WriteThrough) Reset(p inventory.Part) {
+	o := outboxOf{part: p}
+	w.mu.Lock()
+	delete(w.last, o)
+	w.gen[o]++
+	w.mu.Unlock()
+}
+
+// Group returns once what funds group g's outbox holds is in the ledger,
+// or the ledger refused movement id (funds.Store.SetPersist).
+func (w *WriteThrough) Group(ctx context.Context, g int, id string) error {
+	if err := w.wait(ctx, []outboxOf{{group: g, funds: true}}); err != nil {
+		return err
+	}
+	return w.refusal(id)
+}
+
+// refusal is the ledger's refusal of the first of ids it refused, or nil.
+func (w *WriteThrough) refusal(ids ...string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if err := w.refused[id]; err != nil {
+			return fmt.Errorf("the ledger refuses %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // wait asks for the outboxes and waits for a write that began after the
@@ -163,8 +197,10 @@ func (w *WriteThrough) loop() {
 		last, err := w.write(context.Background(), asked)
 		if err == nil {
 			w.mu.Lock()
-			for o, id := range last {
-				w.last[o] = id
+			for o, c := range last {
+				if w.gen[o] == c.gen { // not begun again meanwhile
+					w.last[o] = c.id
+				}
 			}
 			w.mu.Unlock()
 		}
@@ -174,21 +210,27 @@ func (w *WriteThrough) loop() {
 	}
 }
 
+// cursor is where an outbox was written up to, in which of its lives.
+type cursor struct {
+	id  string
+	gen int
+}
+
 // write reads the outboxes from their last entry written on and writes
 // their orders and movements in one transaction (ctx's, if it has one),
 // returning each outbox's last entry written.
-func (w *WriteThrough) write(ctx context.Context, asked map[outboxOf]bool) (map[outboxOf]string, error) {
+func (w *WriteThrough) write(ctx context.Context, asked map[outboxOf]bool) (map[outboxOf]cursor, error) {
 	var os []seckill.Order
 	var ms []seckill.Movement
-	last := map[outboxOf]string{}
+	last := map[outboxOf]cursor{}
 	w.mu.Lock()
 	for o := range asked {
-		last[o] = w.last[o]
+		last[o] = cursor{id: w.last[o], gen: w.gen[o]}
 	}
 	w.mu.Unlock()
 	now := w.now()
 	for o := range asked {
-		id, err := w.read(ctx, o, last[o], func(e inventory.OutboxEntry) {
+		id, err := w.read(ctx, o, last[o].id, func(e inventory.OutboxEntry) {
 			evs, err := e.Events()
 			if err != nil {
 				slog.Error("write-through: an undecodable outbox entry (the consumer dead-letters it)", "part", o.part.Tag, "entry", e.ID, "err", err)
@@ -207,7 +249,7 @@ func (w *WriteThrough) write(ctx context.Context, asked map[outboxOf]bool) (map[
 		if err != nil {
 			return nil, err
 		}
-		last[o] = id
+		last[o] = cursor{id: id, gen: last[o].gen}
 	}
 	if len(os)+len(ms) > 0 {
 		if err := w.insert(ctx, os, ms, now); err != nil {
@@ -250,8 +292,8 @@ func (w *WriteThrough) read(ctx context.Context, o outboxOf, from string, sale f
 }
 
 // insert writes the orders and the movements in one transaction. A row
-// the ledger refuses for good (an unknown sale, say) is logged and left
-// to the consumer, which dead-letters its message, so the rest are kept.
+// the ledger refuses for good (an unknown sale, say) is logged and
+// remembered (refusal, Written), so the rest are kept.
 func (w *WriteThrough) insert(ctx context.Context, os []seckill.Order, ms []seckill.Movement, now time.Time) error {
 	err := w.ledger.InTx(ctx, func(ctx context.Context) error {
 		if err := w.ledger.InsertOrders(ctx, os); err != nil {
@@ -264,14 +306,14 @@ func (w *WriteThrough) insert(ctx context.Context, os []seckill.Order, ms []seck
 	}
 	for _, o := range os {
 		if err := w.ledger.InsertOrders(ctx, []seckill.Order{o}); orders.Refused(err) {
-			slog.Error("write-through: the ledger refuses an order", "order", o.ID, "err", err)
+			w.refuse(o.ID, err)
 		} else if err != nil {
 			return err
 		}
 	}
 	for _, m := range ms {
 		if err := w.ledger.InsertMovements(ctx, []seckill.Movement{m}, now); orders.Refused(err) {
-			slog.Error("write-through: the ledger refuses a movement", "movement", m.ID, "err", err)
+			w.refuse(m.ID, err)
 		} else if err != nil {
 			return err
 		}
@@ -279,20 +321,42 @@ func (w *WriteThrough) insert(ctx context.Context, os []seckill.Order, ms []seck
 	return nil
 }
 
+// refuse remembers the ledger's refusal of an order or a movement.
+func (w *WriteThrough) refuse(id string, err error) {
+	slog.Error("write-through: the ledger refuses a row; it is not answered, its message is dead-lettered", "id", id, "err", err)
+	w.mu.Lock()
+	w.refused[id] = err
+	w.mu.Unlock()
+}
+
 // Written is the ledger as the consumers behind this write-through see
 // it: every order and movement they are handed is in it already (the
 // relays publish an outbox entry only once Durable returned, which waits
-// for a write here), so their writes are nothing; what comes after a
-// write (payment timeouts, follows) they still do.
-func (w *WriteThrough) Written() *WrittenLedger { return &WrittenLedger{} }
+// for a write here), or was refused, so their writes are nothing but the
+// refusal; what comes after a write (payment timeouts, follows) they
+// still do.
+func (w *WriteThrough) Written() *WrittenLedger { return &WrittenLedger{w: w} }
 
 // WrittenLedger is a ledger that holds everything already (Written).
-type WrittenLedger struct{}
+type WrittenLedger struct{ w *WriteThrough }
 
-// InsertOrders writes nothing: the orders are in the ledger.
-func (WrittenLedger) InsertOrders(context.Context, []seckill.Order) error { return nil }
+// InsertOrders writes nothing: the orders are in the ledger, or refused.
+func (l *WrittenLedger) InsertOrders(_ context.Context, os []seckill.Order) error {
+	for _, o := range os {
+		if err := l.w.refusal(o.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-// InsertMovements writes nothing: the movements are in the ledger.
-func (WrittenLedger) InsertMovements(context.Context, []seckill.Movement, time.Time) error {
+// InsertMovements writes nothing: the movements are in the ledger, or
+// refused.
+func (l *WrittenLedger) InsertMovements(_ context.Context, ms []seckill.Movement, _ time.Time) error {
+	for _, m := range ms {
+		if err := l.w.refusal(m.ID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
