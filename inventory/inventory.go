@@ -126,22 +126,16 @@ type keeping struct {
 	s    *Store
 }
 
-// Reserve decides buys through next, then keeps every part of the sale
-// (a bucketed sale's buy may take a unit of another part than its user's)
-// and the wallet groups of the buyers of an instant checkout: found
-// answers too, for a first attempt's decision may have been made and not
-// kept.
+// Reserve decides buys through next, then, when it accepted any, keeps
+// every part of the sale (a bucketed sale's buy may take a unit of
+// another part than its user's) and the wallet groups of the buyers of an
+// instant checkout: found answers too, for a first attempt's decision
+// may have been made and not kept. Refusals keep nothing, and wait for
+// nothing: a sold-out crowd never reaches the ledger.
 func (k keeping) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
 	d, err := k.next.Reserve(ctx, sale, buys)
 	if err != nil {
 		return d, err
-	}
-	parts, err := k.s.Parts(ctx, sale)
-	if errors.Is(err, seckill.ErrSaleNotFound) {
-		return d, nil
-	}
-	if err != nil {
-		return seckill.Decision{}, err
 	}
 	var groups []int
 	var ids []string
@@ -154,6 +148,13 @@ func (k keeping) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (s
 			g, _ := k.s.cfg.Wallets.ChargeKeys(buys[i].UserID, "")
 			groups, ids = append(groups, g), append(ids, a.ChargeID)
 		}
+	}
+	if len(ids) == 0 {
+		return d, nil
+	}
+	parts, err := k.s.Parts(ctx, sale)
+	if err != nil {
+		return seckill.Decision{}, err
 	}
 	if err := k.s.persist.Parts(ctx, parts, groups, ids); err != nil {
 		return seckill.Decision{}, fmt.Errorf("inventory: keep the buys of sale %d: %w: %w", sale, seckill.ErrUnavailable, err)
