@@ -81,66 +81,27 @@ type fanout struct {
 // after another and records, per change, when each client saw it.
 func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, changes int) (fanout, error) {
 	rss0 := child.RSS()
-	url := fmt.Sprintf("ws://%s/ws/sales/%d", child.Addr, sale)
-	dialer := &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 512, WriteBufferSize: 256,
-		NetDialContext: loopbackDialer()}
-	// client is one watcher and when it read each remaining value.
+	// client is one watcher: when it read each remaining value.
 	type client struct {
-		conn *websocket.Conn
 		mu   sync.Mutex
 		seen map[int64]time.Time
 	}
 	clients := make([]*client, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	var failed atomic.Int64
-	var firstErr atomic.Value
 	for i := range clients {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c, _, err := dialer.DialContext(ctx, url, nil)
-			if err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			clients[i] = &client{conn: c, seen: map[int64]time.Time{}}
-		})
+		clients[i] = &client{seen: map[int64]time.Time{}}
 	}
-	wg.Wait()
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.conn.Close()
-			}
+	crowd, err := watch(ctx, child.Addr, sale, n, func(i int, at time.Time, remaining int64) {
+		cl := clients[i]
+		cl.mu.Lock()
+		if _, ok := cl.seen[remaining]; !ok {
+			cl.seen[remaining] = at
 		}
-	}()
-	if failed.Load() > 0 {
-		return fanout{}, fmt.Errorf("%d of %d connections failed, first: %v", failed.Load(), n, firstErr.Load())
+		cl.mu.Unlock()
+	})
+	if err != nil {
+		return fanout{}, err
 	}
-	var readers sync.WaitGroup
-	for _, cl := range clients {
-		readers.Go(func() {
-			for {
-				_, data, err := cl.conn.ReadMessage()
-				if err != nil {
-					return
-				}
-				at := time.Now()
-				var m struct {
-					Remaining int64 `json:"remaining"`
-				}
-				if json.Unmarshal(data, &m) == nil {
-					cl.mu.Lock()
-					if _, ok := cl.seen[m.Remaining]; !ok {
-						cl.seen[m.Remaining] = at
-					}
-					cl.mu.Unlock()
-				}
-			}
-		})
-	}
+	defer crowd.close()
 	seen := func(i int, remaining int64) (time.Time, bool) {
 		cl := clients[i]
 		cl.mu.Lock()
@@ -181,10 +142,7 @@ func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, cha
 		}
 	}
 	cpu = child.CPU() - cpu
-	for _, cl := range clients {
-		cl.conn.Close()
-	}
-	readers.Wait()
+	crowd.close()
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -196,6 +154,74 @@ func measureFanout(ctx context.Context, e *Env, child *Child, sale int64, n, cha
 		connected: n, served: served, p50: pct(0.5), p99: pct(0.99), max: pct(1),
 		bytesPerConn: float64(rss1-rss0) / float64(n), cpuPerChange: cpu / time.Duration(changes),
 	}, nil
+}
+
+// crowd is n live-stock clients of one sale, each read by a goroutine.
+type crowd struct {
+	conns   []*websocket.Conn
+	readers sync.WaitGroup
+}
+
+// watch connects n clients to sale's live stock on the server at addr,
+// 64 at a time from the loopback addresses in turn, and hands each stock
+// frame a client reads to frame (its index, when, the units remaining),
+// until close.
+func watch(ctx context.Context, addr string, sale int64, n int, frame func(i int, at time.Time, remaining int64)) (*crowd, error) {
+	url := fmt.Sprintf("ws://%s/ws/sales/%d", addr, sale)
+	dialer := &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 512, WriteBufferSize: 256,
+		NetDialContext: loopbackDialer()}
+	c := &crowd{conns: make([]*websocket.Conn, n)}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	for i := range c.conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			conn, _, err := dialer.DialContext(ctx, url, nil)
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			c.conns[i] = conn
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		c.close()
+		return nil, fmt.Errorf("%d of %d connections failed, first: %v", failed.Load(), n, firstErr.Load())
+	}
+	for i, conn := range c.conns {
+		c.readers.Go(func() {
+			for {
+				_, data, err := conn.ReadMessage()
+				if err != nil {
+					return
+				}
+				at := time.Now()
+				var m struct {
+					Type      string `json:"type"`
+					Remaining int64  `json:"remaining"`
+				}
+				if json.Unmarshal(data, &m) == nil && m.Type == "stock" {
+					frame(i, at, m.Remaining)
+				}
+			}
+		})
+	}
+	return c, nil
+}
+
+// close closes every client and waits for the readers.
+func (c *crowd) close() {
+	for _, conn := range c.conns {
+		if conn != nil {
+			conn.Close()
+		}
+	}
+	c.readers.Wait()
 }
 
 // waitAll polls ok for every client index until all pass or limit ends.

@@ -2,14 +2,10 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/seckill/seckill/cmd/seckill/loadtest"
 	"github.com/seckill/seckill/configs"
@@ -91,68 +87,28 @@ type burst struct {
 // a burst of requests, and reads what the watchers saw.
 func measureBurst(ctx context.Context, e *Env, child *Child, cfg configs.Config, sale int64, n, requests, clients int) (burst, error) {
 	rss0 := child.RSS()
-	url := fmt.Sprintf("ws://%s/ws/sales/%d", child.Addr, sale)
-	dialer := &websocket.Dialer{HandshakeTimeout: 30 * time.Second, ReadBufferSize: 512, WriteBufferSize: 256}
 	type watcher struct {
-		conn   *websocket.Conn
 		mu     sync.Mutex
 		at     []time.Time // when each stock frame was read
 		zeroAt time.Time   // when a frame with remaining 0 was first read
 	}
 	ws := make([]*watcher, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	var failed atomic.Int64
-	var firstErr atomic.Value
 	for i := range ws {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c, _, err := dialer.DialContext(ctx, url, nil)
-			if err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			ws[i] = &watcher{conn: c}
-		})
+		ws[i] = &watcher{}
 	}
-	wg.Wait()
-	defer func() {
-		for _, w := range ws {
-			if w != nil {
-				w.conn.Close()
-			}
+	crowd, err := watch(ctx, child.Addr, sale, n, func(i int, at time.Time, remaining int64) {
+		w := ws[i]
+		w.mu.Lock()
+		w.at = append(w.at, at)
+		if remaining == 0 && w.zeroAt.IsZero() {
+			w.zeroAt = at
 		}
-	}()
-	if failed.Load() > 0 {
-		return burst{}, fmt.Errorf("%d of %d connections failed, first: %v", failed.Load(), n, firstErr.Load())
+		w.mu.Unlock()
+	})
+	if err != nil {
+		return burst{}, err
 	}
-	var readers sync.WaitGroup
-	for _, w := range ws {
-		readers.Go(func() {
-			for {
-				_, data, err := w.conn.ReadMessage()
-				if err != nil {
-					return
-				}
-				at := time.Now()
-				var m struct {
-					Type      string `json:"type"`
-					Remaining int64  `json:"remaining"`
-				}
-				if json.Unmarshal(data, &m) != nil || m.Type != "stock" {
-					continue
-				}
-				w.mu.Lock()
-				w.at = append(w.at, at)
-				if m.Remaining == 0 && w.zeroAt.IsZero() {
-					w.zeroAt = at
-				}
-				w.mu.Unlock()
-			}
-		})
-	}
+	defer crowd.close()
 	frames := func(i int) int {
 		ws[i].mu.Lock()
 		defer ws[i].mu.Unlock()
@@ -221,10 +177,7 @@ func measureBurst(ctx context.Context, e *Env, child *Child, cfg configs.Config,
 		}
 		w.mu.Unlock()
 	}
-	for _, w := range ws {
-		w.conn.Close()
-	}
-	readers.Wait()
+	crowd.close()
 	slices.Sort(gaps)
 	pct := func(p float64) time.Duration {
 		if len(gaps) == 0 {
