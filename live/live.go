@@ -2,10 +2,11 @@
 // open page over WebSocket (API.md, Live stock). One poller per watched
 // sale in this process reads the sale's stock (at most every Config.Poll,
 // only while someone watches) and, when something a page shows changed,
-// encodes one prepared frame that every client's writer sends. Redis is
-// the only truth, so any number of server processes can serve the same
-// sale. The HTTP server mounts a Hub on its route and answers the
-// refusals Serve returns.
+// encodes one prepared frame that the hub's writers send to every client:
+// a bounded set of goroutines, each writing the latest frames to its share
+// of the clients. Redis is the only truth, so any number of server
+// processes can serve the same sale. The HTTP server mounts a Hub on its
+// route and answers the refusals Serve returns.
 package live
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -64,17 +66,31 @@ type Hub struct {
 	metrics  *metrics
 	upgrader websocket.Upgrader
 
+	// writers write every client's frames, a client to each in turn;
+	// started by the first connection, stopped by Close.
+	writers     []*writer
+	startOnce   sync.Once
+	stopWriters context.CancelFunc
+
 	mu     sync.Mutex
 	bySale map[int64]*saleHub
 	perIP  map[string]int // open connections by client IP
 	total  int
+	joined int // connections ever joined, to pick each one's writer
 }
+
+// writersPerCore is how many writer goroutines a hub runs per core: a
+// write may wait (wsStall), so a few per core keep the others going.
+const writersPerCore = 4
 
 // New returns a hub reading stocks and rooms on the clock now, its
 // metrics (seckill_ws_*) on reg. It starts nothing until a page connects.
 func New(cfg Config, stocks Stocks, rooms Rooms, now func() time.Time, reg prometheus.Registerer) *Hub {
 	h := &Hub{cfg: cfg, stocks: stocks, rooms: rooms, now: now, metrics: newMetrics(reg),
-		bySale: map[int64]*saleHub{}, perIP: map[string]int{}}
+		bySale: map[int64]*saleHub{}, perIP: map[string]int{}, stopWriters: func() {}}
+	for range writersPerCore * runtime.GOMAXPROCS(0) {
+		h.writers = append(h.writers, newWriter(h.metrics))
+	}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout: 5 * time.Second,
 		ReadBufferSize:   256,
@@ -156,9 +172,11 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, sale int64, ip strin
 	return nil
 }
 
-// Close disconnects every client (server shutdown: http.Server.Shutdown
-// neither closes nor waits for hijacked connections).
+// Close disconnects every client and stops the writers (server shutdown:
+// http.Server.Shutdown neither closes nor waits for hijacked connections).
 func (h *Hub) Close() {
+	h.startOnce.Do(func() {}) // none start after this
+	h.stopWriters()
 	h.mu.Lock()
 	var all []*client
 	for _, sh := range h.bySale {
@@ -241,8 +259,17 @@ func (h *Hub) uncount(ip string) {
 // join adds a connection to the sale's poller, starting it if this is the
 // sale's first watcher here.
 func (h *Hub) join(sale int64, conn *websocket.Conn, ip string) {
-	cl := newClient(conn, ip)
+	h.startOnce.Do(func() {
+		ctx, stop := context.WithCancel(context.Background())
+		h.stopWriters = stop
+		for _, w := range h.writers {
+			go w.run(ctx)
+		}
+	})
 	h.mu.Lock()
+	cl := &client{conn: conn, ip: ip, w: h.writers[h.joined%len(h.writers)]}
+	h.joined++
+	cl.w.add(cl)
 	sh, ok := h.bySale[sale]
 	if !ok {
 		ctx, stop := context.WithCancel(context.Background())
@@ -251,14 +278,14 @@ func (h *Hub) join(sale int64, conn *websocket.Conn, ip string) {
 		go sh.run(ctx)
 	}
 	sh.clients[cl] = true
-	for _, pm := range sh.last {
+	for kind, pm := range sh.last {
 		if pm != nil {
-			cl.send <- pm // the queue is empty and longer than last: this never blocks
+			cl.w.post(cl, kind, pm)
 		}
 	}
 	h.mu.Unlock()
+	cl.w.wakeUp()
 	h.metrics.clients.Inc()
-	go cl.write()
 	go func() {
 		cl.read()
 		h.leave(sh, cl)
@@ -268,9 +295,9 @@ func (h *Hub) join(sale int64, conn *websocket.Conn, ip string) {
 // leave removes a client; the last one out stops the sale's poller.
 func (h *Hub) leave(sh *saleHub, cl *client) {
 	h.mu.Lock()
+	cl.w.remove(cl)
 	if sh.clients[cl] {
 		delete(sh.clients, cl)
-		close(cl.done)
 		h.metrics.clients.Dec()
 		h.uncount(cl.ip)
 	}

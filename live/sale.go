@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -13,12 +16,15 @@ import (
 )
 
 const (
-	wsWriteWait  = 5 * time.Second
+	// wsStall is how long a write may wait for room in a client's socket
+	// buffer: the buffer holds hundreds of frames, so a client that has
+	// not made room for that long is far behind and is dropped.
+	wsStall      = 500 * time.Millisecond
 	wsPongWait   = 60 * time.Second
+	// wsYieldEvery is how many clients a writer writes to before it
+	// yields the processor.
+	wsYieldEvery = 64
 	wsPingPeriod = wsPongWait * 9 / 10
-	// wsQueue is how many frames a client may lag behind before it is
-	// dropped as too slow; it bounds memory per connection.
-	wsQueue = 4
 	// wsReadLimit bounds what a client may send (it only answers pings).
 	wsReadLimit = 512
 )
@@ -163,9 +169,10 @@ func (sh *saleHub) readQueue(ctx context.Context, phase seckill.Phase, rate int6
 		JoinedBeforeStart: q.JoinedBeforeStart, AdmitPerSecond: rate, Status: phase, At: sh.hub.now().UTC()}, nil
 }
 
-// broadcast encodes msg once and queues it for every client as the latest
-// frame of its kind; a client whose queue is full is too slow and is
-// dropped, never waited for.
+// broadcast encodes msg once and posts it to every client as the latest
+// frame of its kind: a frame not yet written is replaced, never queued
+// behind, so a client's memory stays one frame of each kind and
+// broadcasting never waits for a client.
 func (sh *saleHub) broadcast(kind int, msg any) {
 	data, _ := json.Marshal(msg)
 	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
@@ -174,55 +181,153 @@ func (sh *saleHub) broadcast(kind int, msg any) {
 		return
 	}
 	h := sh.hub
-	var slow []*client
 	h.mu.Lock()
 	sh.last[kind] = pm
 	for cl := range sh.clients {
-		select {
-		case cl.send <- pm:
-		default:
-			slow = append(slow, cl)
-		}
+		cl.w.post(cl, kind, pm)
 	}
 	h.mu.Unlock()
-	for _, cl := range slow {
-		h.metrics.dropped.Inc()
-		cl.conn.Close() // its reader fails and the client leaves
+	for _, w := range h.writers {
+		w.wakeUp()
 	}
 }
 
-// client is one connection: a writer goroutine sends queued frames and
-// pings; a reader goroutine takes pongs and notices the close.
+// client is one connection: a reader goroutine takes pongs and notices
+// the close; one of the hub's writers sends its frames and pings.
 type client struct {
 	conn *websocket.Conn
 	ip   string
-	send chan *websocket.PreparedMessage
-	done chan struct{}
+	w    *writer
+	// pending is the latest frame of each kind not yet written, queued
+	// whether the client is in its writer's ready list (w.mu).
+	pending [frameKinds]*websocket.PreparedMessage
+	queued  bool
 }
 
-func newClient(conn *websocket.Conn, ip string) *client {
-	return &client{conn: conn, ip: ip, send: make(chan *websocket.PreparedMessage, wsQueue), done: make(chan struct{})}
+// writer is one of a hub's writer goroutines (a bounded set, however many
+// watch): it writes its clients' pending frames, each once per change,
+// and pings them. A write waits at most wsStall for room in the client's
+// socket buffer; a client that far behind is dropped, and the writer's
+// other clients waited for it once.
+type writer struct {
+	metrics *metrics
+	wake    chan struct{} // one token: there are clients ready
+	mu      sync.Mutex
+	ready   []*client
+	clients map[*client]bool // every client of this writer, for the pings
 }
 
-func (cl *client) write() {
+// sendOut is a ready client with the frames taken to write.
+type sendOut struct {
+	cl     *client
+	frames [frameKinds]*websocket.PreparedMessage
+}
+
+func newWriter(m *metrics) *writer {
+	return &writer{metrics: m, wake: make(chan struct{}, 1), clients: map[*client]bool{}}
+}
+
+// post makes pm the client's pending frame of its kind.
+func (w *writer) post(cl *client, kind int, pm *websocket.PreparedMessage) {
+	w.mu.Lock()
+	cl.pending[kind] = pm
+	if !cl.queued && w.clients[cl] {
+		cl.queued = true
+		w.ready = append(w.ready, cl)
+	}
+	w.mu.Unlock()
+}
+
+func (w *writer) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add and remove count cl among the writer's clients.
+func (w *writer) add(cl *client) {
+	w.mu.Lock()
+	w.clients[cl] = true
+	w.mu.Unlock()
+}
+
+func (w *writer) remove(cl *client) {
+	w.mu.Lock()
+	delete(w.clients, cl)
+	cl.pending = [frameKinds]*websocket.PreparedMessage{}
+	w.mu.Unlock()
+}
+
+// run writes until ctx ends.
+func (w *writer) run(ctx context.Context) {
 	ping := time.NewTicker(wsPingPeriod)
 	defer ping.Stop()
-	defer cl.conn.Close()
+	var out []sendOut
+	var all []*client
 	for {
 		select {
-		case <-cl.done:
+		case <-ctx.Done():
 			return
-		case pm := <-cl.send:
-			_ = cl.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-			if err := cl.conn.WritePreparedMessage(pm); err != nil {
-				return
-			}
 		case <-ping.C:
-			if err := cl.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)); err != nil {
-				return
+			w.mu.Lock()
+			all = all[:0]
+			for cl := range w.clients {
+				all = append(all, cl)
 			}
+			w.mu.Unlock()
+			for _, cl := range all {
+				if err := cl.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsStall)); err != nil {
+					w.drop(cl, err)
+				}
+			}
+		case <-w.wake:
+			w.mu.Lock()
+			out = out[:0]
+			for _, cl := range w.ready {
+				out = append(out, sendOut{cl: cl, frames: cl.pending})
+				cl.pending, cl.queued = [frameKinds]*websocket.PreparedMessage{}, false
+			}
+			clear(w.ready)
+			w.ready = w.ready[:0]
+			w.mu.Unlock()
+			for i, o := range out {
+				w.send(o)
+				if i%wsYieldEvery == wsYieldEvery-1 {
+					// A long round of writes lets the rest of the
+					// process (the buys) run between its slices.
+					runtime.Gosched()
+				}
+			}
+			clear(out)
 		}
 	}
+}
+
+// send writes a client's frames, dropping it if a write fails.
+func (w *writer) send(o sendOut) {
+	for _, pm := range o.frames {
+		if pm == nil {
+			continue
+		}
+		// The deadline is set just before the write: a write only waits
+		// when the client's socket buffer is full.
+		_ = o.cl.conn.SetWriteDeadline(time.Now().Add(wsStall))
+		if err := o.cl.conn.WritePreparedMessage(pm); err != nil {
+			w.drop(o.cl, err)
+			return
+		}
+	}
+}
+
+// drop closes a client whose write failed: its reader fails and the
+// client leaves. One that timed out was too slow and is counted.
+func (w *writer) drop(cl *client, err error) {
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		w.metrics.dropped.Inc()
+	}
+	w.remove(cl)
+	cl.conn.Close()
 }
 
 func (cl *client) read() {

@@ -1,6 +1,8 @@
 package live
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,45 +35,96 @@ func wsPair(t *testing.T) (server, client *websocket.Conn) {
 	return <-conns, client
 }
 
-// TestBroadcastDropsSlowClient: a client whose queue is full is dropped
-// at once; the others get the frame; nobody waits for the slow one.
-func TestBroadcastDropsSlowClient(t *testing.T) {
+// bigMessage is a frame large enough to fill a socket's buffers in a few.
+type bigMessage struct {
+	Type    string `json:"type"`
+	N       int    `json:"n"`
+	Padding string `json:"padding"`
+}
+
+// TestSlowClientDropped: one writer serves a client that reads and one
+// that never does. Broadcasting never waits; the stalled client is
+// dropped once a write has waited wsStall for room in its socket; the
+// reading client gets the latest frame after every change, and the frames
+// it missed while the writer waited are replaced by newer ones, not
+// queued.
+func TestSlowClientDropped(t *testing.T) {
 	h := New(Config{Poll: time.Second}, nil, nil, time.Now, prometheus.NewRegistry())
+	w := newWriter(h.metrics)
+	h.writers = []*writer{w}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go w.run(ctx)
 	sh := &saleHub{hub: h, sale: 1, clients: map[*client]bool{}}
 
 	fastSrv, fastCli := wsPair(t)
-	fast := newClient(fastSrv, "192.0.2.1")
-	go fast.write()
 	slowSrv, slowCli := wsPair(t)
-	slow := newClient(slowSrv, "192.0.2.2")
-	for range wsQueue {
-		slow.send <- nil // a writer that never catches up
+	fast := &client{conn: fastSrv, ip: "192.0.2.1", w: w}
+	slow := &client{conn: slowSrv, ip: "192.0.2.2", w: w}
+	for _, cl := range []*client{fast, slow} {
+		w.add(cl)
+		sh.clients[cl] = true
 	}
-	sh.clients[fast], sh.clients[slow] = true, true
-
-	done := make(chan struct{})
+	got := make(chan int, 1000)
 	go func() {
-		sh.broadcast(stockFrame, stockMessage{Type: "stock", SaleID: 1, Remaining: 41, Status: "active"})
-		close(done)
+		for {
+			_, data, err := fastCli.ReadMessage()
+			if err != nil {
+				close(got)
+				return
+			}
+			var m bigMessage
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Error(err)
+			}
+			got <- m.N
+		}
 	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("broadcast is blocked on the slow client")
+
+	pad := strings.Repeat("x", 1<<20)
+	const changes = 64 // 64 MiB: more than the slow client's socket buffers hold
+	for n := 1; n <= changes; n++ {
+		start := time.Now()
+		sh.broadcast(stockFrame, bigMessage{Type: "stock", N: n, Padding: pad})
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("broadcast %d waited %v", n, d)
+		}
 	}
-	_ = fastCli.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, data, err := fastCli.ReadMessage()
-	if err != nil || !strings.Contains(string(data), `"remaining":41`) {
-		t.Fatalf("fast client got %s, %v", data, err)
+	// The fast client reads up to the last change.
+	deadline := time.After(30 * time.Second)
+	last := 0
+	for last < changes {
+		select {
+		case n, ok := <-got:
+			if !ok {
+				t.Fatalf("fast client disconnected after frame %d", last)
+			}
+			if n <= last {
+				t.Fatalf("frame %d after %d: frames out of order", n, last)
+			}
+			last = n
+		case <-deadline:
+			t.Fatalf("fast client read up to %d of %d", last, changes)
+		}
 	}
-	_ = slowCli.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, _, err := slowCli.ReadMessage(); err == nil || strings.Contains(err.Error(), "timeout") {
-		t.Fatalf("slow client still connected: %v", err)
+	// The slow one was dropped: its connection ends once it reads.
+	_ = slowCli.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		if _, _, err := slowCli.ReadMessage(); err != nil {
+			if strings.Contains(err.Error(), "timeout") {
+				t.Fatalf("slow client still connected: %v", err)
+			}
+			break
+		}
 	}
 	var m dto.Metric
 	_ = h.metrics.dropped.Write(&m)
 	if got := m.GetCounter().GetValue(); got != 1 {
 		t.Errorf("dropped counter %v, want 1", got)
 	}
-	close(fast.done)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.clients[slow] || !w.clients[fast] {
+		t.Errorf("writer's clients: slow %v fast %v, want only the fast one", w.clients[slow], w.clients[fast])
+	}
 }
