@@ -81,13 +81,27 @@ func TestSlowClientDropped(t *testing.T) {
 		}
 	}()
 
+	// Change until the writer drops the stalled client (each frame is
+	// 1 MiB: its socket buffers fill after a few), and a few times more.
 	pad := strings.Repeat("x", 1<<20)
-	const changes = 64 // 64 MiB: more than the slow client's socket buffers hold
-	for n := 1; n <= changes; n++ {
+	dropped := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return !w.clients[slow]
+	}
+	changes, after := 0, 0
+	for stop := time.Now().Add(30 * time.Second); after < 5; {
+		if time.Now().After(stop) {
+			t.Fatalf("the stalled client was not dropped after %d changes", changes)
+		}
+		changes++
 		start := time.Now()
-		sh.broadcast(stockFrame, bigMessage{Type: "stock", N: n, Padding: pad})
+		sh.broadcast(stockFrame, bigMessage{Type: "stock", N: changes, Padding: pad})
 		if d := time.Since(start); d > time.Second {
-			t.Fatalf("broadcast %d waited %v", n, d)
+			t.Fatalf("broadcast %d waited %v", changes, d)
+		}
+		if dropped() {
+			after++
 		}
 	}
 	// The fast client reads up to the last change.
