@@ -19,8 +19,8 @@ const (
 	// wsStall is how long a write may wait for room in a client's socket
 	// buffer: the buffer holds hundreds of frames, so a client that has
 	// not made room for that long is far behind and is dropped.
-	wsStall      = 500 * time.Millisecond
-	wsPongWait   = 60 * time.Second
+	wsStall    = 500 * time.Millisecond
+	wsPongWait = 60 * time.Second
 	// wsYieldEvery is how many clients a writer writes to before it
 	// yields the processor.
 	wsYieldEvery = 64

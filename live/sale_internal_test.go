@@ -3,15 +3,19 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/seckill/seckill/internal/wait"
 )
 
 // wsPair returns the server side and the client side of a real WebSocket.
@@ -65,19 +69,24 @@ func TestSlowClientDropped(t *testing.T) {
 		w.add(cl)
 		sh.clients[cl] = true
 	}
-	got := make(chan int, 1000)
+	// The fast client's reader: the last change it read, whether frames
+	// came out of order, whether it was disconnected.
+	var mu sync.Mutex
+	last, disorder, gone := 0, false, false
 	go func() {
 		for {
 			_, data, err := fastCli.ReadMessage()
+			var m bigMessage
+			if err == nil {
+				err = json.Unmarshal(data, &m)
+			}
+			mu.Lock()
+			disorder = disorder || err == nil && m.N <= last
+			last, gone = max(last, m.N), err != nil
+			mu.Unlock()
 			if err != nil {
-				close(got)
 				return
 			}
-			var m bigMessage
-			if err := json.Unmarshal(data, &m); err != nil {
-				t.Error(err)
-			}
-			got <- m.N
 		}
 	}()
 
@@ -103,23 +112,19 @@ func TestSlowClientDropped(t *testing.T) {
 		if dropped() {
 			after++
 		}
+		time.Sleep(10 * time.Millisecond) // a hundred changes a second at most, like a busy poller
 	}
-	// The fast client reads up to the last change.
-	deadline := time.After(30 * time.Second)
-	last := 0
-	for last < changes {
-		select {
-		case n, ok := <-got:
-			if !ok {
-				t.Fatalf("fast client disconnected after frame %d", last)
-			}
-			if n <= last {
-				t.Fatalf("frame %d after %d: frames out of order", n, last)
-			}
-			last = n
-		case <-deadline:
-			t.Fatalf("fast client read up to %d of %d", last, changes)
+	// The fast client reads up to the last change, in order.
+	err := wait.Until(context.Background(), 30*time.Second, time.Millisecond, func() (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if gone || disorder {
+			return false, "", fmt.Errorf("fast client: disconnected %v, frames out of order %v, at %d", gone, disorder, last)
 		}
+		return last == changes, fmt.Sprintf("fast client read up to %d of %d", last, changes), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The slow one was dropped: its connection ends once it reads.
 	_ = slowCli.SetReadDeadline(time.Now().Add(30 * time.Second))
