@@ -76,7 +76,8 @@ type Hub struct {
 	bySale map[int64]*saleHub
 	perIP  map[string]int // open connections by client IP
 	total  int
-	joined int // connections ever joined, to pick each one's writer
+	joined int  // connections ever joined, to pick each one's writer
+	closed bool // Close was called: a connection upgraded since is closed
 }
 
 // writersPerCore is how many writer goroutines a hub runs per core: a
@@ -178,6 +179,7 @@ func (h *Hub) Close() {
 	h.startOnce.Do(func() {}) // none start after this
 	h.stopWriters()
 	h.mu.Lock()
+	h.closed = true
 	var all []*client
 	for _, sh := range h.bySale {
 		for cl := range sh.clients {
@@ -267,7 +269,13 @@ func (h *Hub) join(sale int64, conn *websocket.Conn, ip string) {
 		}
 	})
 	h.mu.Lock()
-	cl := &client{conn: conn, ip: ip, w: h.writers[h.joined%len(h.writers)]}
+	if h.closed {
+		h.uncount(ip)
+		h.mu.Unlock()
+		conn.Close()
+		return
+	}
+	cl := &client{conn: conn, ip: ip, w: h.writers[h.joined%len(h.writers)], seq: h.joined}
 	h.joined++
 	cl.w.add(cl)
 	sh, ok := h.bySale[sale]
@@ -306,4 +314,5 @@ func (h *Hub) leave(sh *saleHub, cl *client) {
 		sh.stop()
 	}
 	h.mu.Unlock()
+	cl.conn.Close() // its reader ended: the connection is over
 }

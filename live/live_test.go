@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -165,6 +166,42 @@ func TestFrames(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, data, err := c.ReadMessage(); err == nil {
 		t.Fatalf("a frame after Close: %s", data)
+	}
+}
+
+// closedByServer reports whether c's connection ends (EOF or reset)
+// within 5 s: the server closed it.
+func closedByServer(c *websocket.Conn) error {
+	nc := c.NetConn()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 512)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				return fmt.Errorf("the server kept the connection open: %w", err)
+			}
+			return nil
+		}
+	}
+}
+
+// TestLeaveClosesTheConnection: a page that says goodbye gets its
+// connection closed by the server, and so does one that connects while
+// the hub is closing, without a frame.
+func TestLeaveClosesTheConnection(t *testing.T) {
+	hs := newHubStack(t, live.Config{})
+	c := hs.dial(t, "192.0.2.1", nil, http.StatusSwitchingProtocols)
+	readFrame(t, c)
+	if err := c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := closedByServer(c); err != nil {
+		t.Fatal(err)
+	}
+	hs.hub.Close()
+	late := hs.dial(t, "192.0.2.2", nil, http.StatusSwitchingProtocols)
+	if err := closedByServer(late); err != nil {
+		t.Fatalf("a page after Close: %v", err)
 	}
 }
 

@@ -1,12 +1,14 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,9 @@ const (
 	// not made room for that long is far behind and is dropped.
 	wsStall    = 500 * time.Millisecond
 	wsPongWait = 60 * time.Second
+	// wsStrikes is how many rounds in a row a client may make its
+	// writer wait wsStall/2 or more before it is dropped.
+	wsStrikes = 3
 	// wsYieldEvery is how many clients a writer writes to before it
 	// yields the processor.
 	wsYieldEvery = 64
@@ -198,6 +203,10 @@ type client struct {
 	conn *websocket.Conn
 	ip   string
 	w    *writer
+	seq  int // its place in its writer's rounds
+	// strikes counts the rounds in a row it made its writer wait (only
+	// the writer touches it).
+	strikes int
 	// pending is the latest frame of each kind not yet written, queued
 	// whether the client is in its writer's ready list (w.mu).
 	pending [frameKinds]*websocket.PreparedMessage
@@ -256,7 +265,11 @@ func (w *writer) remove(cl *client) {
 	w.mu.Lock()
 	delete(w.clients, cl)
 	cl.pending = [frameKinds]*websocket.PreparedMessage{}
+	queued := cl.queued
 	w.mu.Unlock()
+	if queued {
+		w.wakeUp() // the ready list lets go of it
+	}
 }
 
 // run writes until ctx ends.
@@ -278,9 +291,10 @@ func (w *writer) run(ctx context.Context) {
 			w.mu.Unlock()
 			for _, cl := range all {
 				if err := cl.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsStall)); err != nil {
-					w.drop(cl, err)
+					w.drop(cl, timedOut(err))
 				}
 			}
+			clear(all)
 		case <-w.wake:
 			w.mu.Lock()
 			out = out[:0]
@@ -291,6 +305,10 @@ func (w *writer) run(ctx context.Context) {
 			clear(w.ready)
 			w.ready = w.ready[:0]
 			w.mu.Unlock()
+			// The same order every round (the ready list follows a map's
+			// order): each client's frames come a poll apart, not a poll
+			// plus or minus a round.
+			slices.SortFunc(out, func(a, b sendOut) int { return cmp.Compare(a.cl.seq, b.cl.seq) })
 			for i, o := range out {
 				w.send(o)
 				if i%wsYieldEvery == wsYieldEvery-1 {
@@ -304,30 +322,45 @@ func (w *writer) run(ctx context.Context) {
 	}
 }
 
-// send writes a client's frames, dropping it if a write fails.
+// send writes a client's frames within one wsStall, dropping it if a
+// write fails. A client that made the writer wait most of that
+// (wsStall/2) wsStrikes rounds in a row, reading just enough not to time
+// out, is dropped too: it would slow its writer's other clients every
+// round.
 func (w *writer) send(o sendOut) {
+	start := time.Now()
+	// A write only waits when the client's socket buffer is full.
+	_ = o.cl.conn.SetWriteDeadline(start.Add(wsStall))
 	for _, pm := range o.frames {
 		if pm == nil {
 			continue
 		}
-		// The deadline is set just before the write: a write only waits
-		// when the client's socket buffer is full.
-		_ = o.cl.conn.SetWriteDeadline(time.Now().Add(wsStall))
 		if err := o.cl.conn.WritePreparedMessage(pm); err != nil {
-			w.drop(o.cl, err)
+			w.drop(o.cl, timedOut(err))
 			return
 		}
 	}
+	if time.Since(start) < wsStall/2 {
+		o.cl.strikes = 0
+	} else if o.cl.strikes++; o.cl.strikes >= wsStrikes {
+		w.drop(o.cl, true)
+	}
 }
 
-// drop closes a client whose write failed: its reader fails and the
-// client leaves. One that timed out was too slow and is counted.
-func (w *writer) drop(cl *client, err error) {
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+// drop closes a client whose write failed or that stalls its writer: its
+// reader fails and the client leaves. A slow one (a write timed out, or
+// it stalled) is counted.
+func (w *writer) drop(cl *client, slow bool) {
+	if slow {
 		w.metrics.dropped.Inc()
 	}
 	w.remove(cl)
 	cl.conn.Close()
+}
+
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (cl *client) read() {
