@@ -94,9 +94,9 @@ func New(next Reserver, wallets Wallets, stock Stock, rules Rules, cfg Config) *
 }
 
 // Reserve decides buys of sale: a sale without instant checkout, one
-// known sold out, or one not open now goes straight on; otherwise each buy's request is held
-// first (a retry finds its request's hold, and the order id its first
-// attempt chose).
+// known sold out, or one not open now goes straight on; otherwise each
+// buy's request is held first (a retry finds its request's hold, and the
+// order id its first attempt chose).
 func (c *Checkout) Reserve(ctx context.Context, sale int64, buys []seckill.Buy) (seckill.Decision, error) {
 	if !c.stock.Instant(ctx, sale) || c.cfg.SoldOut != nil && c.cfg.SoldOut(sale) {
 		return c.next.Reserve(ctx, sale, buys)

@@ -78,9 +78,9 @@ func (s *Store) Keep(ctx context.Context, side seckill.FundsAccount) error {
 
 // SetPersist has every movement made or found, and Durable, wait for fn
 // to keep what the group's outbox holds (id: the movement about to be
-// answered, which fn refuses if the ledger did; "" for none): the embedded system's
-// durability fence, in place of replicas (worker.WriteThrough). Set it
-// before the store is used.
+// answered, which fn refuses if the ledger did; "" for none): the
+// embedded system's durability fence, in place of replicas
+// (worker.WriteThrough). Set it before the store is used.
 func (s *Store) SetPersist(fn func(ctx context.Context, g int, id string) error) { s.persist = fn }
 
 // New returns a Store on c.

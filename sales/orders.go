@@ -180,8 +180,9 @@ func (s *Service) pay(ctx context.Context, id, user string) (seckill.Order, erro
 // are gone or older than the merchant field, the order is free or its
 // window closed, or its charge was made before (a retry: the ledger says
 // whether the order was refunded since), or it is an instant checkout's
-// (paid in its buy, never charged here: the ledger writes it paid). A cancelled order's charge finds
-// the timeout's barrier (funds.Store.Close), so Redis refuses it.
+// (paid in its buy, never charged here: the ledger writes it paid). A
+// cancelled order's charge finds the timeout's barrier
+// (funds.Store.Close), so Redis refuses it.
 func (s *Service) payNew(ctx context.Context, id, user string) (o seckill.Order, done bool, err error) {
 	sale := seckill.SaleOfOrder(id)
 	if sale == 0 {
